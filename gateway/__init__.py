@@ -1,0 +1,38 @@
+"""A declarative tool gateway for LLMs: tools declared in YAML, served over MCP, REST and provider formats."""
+
+from .catalog import Catalog, Tool, build_catalog
+from .context import CallContext
+from .definitions import Definitions, Scope, ToolDefinition, load_definitions
+from .errors import (
+    ArgumentsInvalid,
+    DefinitionsInvalid,
+    GatewayError,
+    Problem,
+    ToolError,
+    ToolTimeout,
+    UnknownTool,
+)
+from .invoke import ToolResult, invoke
+from .settings import Settings, load_settings
+
+__all__ = [
+    "ArgumentsInvalid",
+    "CallContext",
+    "Catalog",
+    "Definitions",
+    "DefinitionsInvalid",
+    "GatewayError",
+    "Problem",
+    "Scope",
+    "Settings",
+    "Tool",
+    "ToolDefinition",
+    "ToolError",
+    "ToolResult",
+    "ToolTimeout",
+    "UnknownTool",
+    "build_catalog",
+    "invoke",
+    "load_definitions",
+    "load_settings",
+]

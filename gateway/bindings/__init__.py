@@ -1,0 +1,61 @@
+"""Bindings: how a tool is executed. One module per kind, named like its YAML key.
+
+Each module exposes ``build(definition, env) -> Bound``. Building happens once per catalog, so everything that
+can be checked or compiled (imports, templates, scripts) is done there and reported as ``BindingProblems``;
+the executor it returns then does no checking. Adding a kind is one module and one line in ``BINDINGS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from importlib import import_module
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import Problem
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ..context import CallContext
+    from ..definitions import ToolDefinition
+    from ..settings import Settings
+
+Executor = Callable[[dict[str, Any], "CallContext"], Awaitable[Any]]
+
+
+class BindingProblems(Exception):
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("\n".join(map(str, problems)))
+
+
+@dataclass
+class BuildEnv:
+    """What bindings may use while being built and when executing: settings and the gateway's shared parts."""
+
+    settings: Settings
+    root: Path
+    # The running gateway's pooled HTTP client; a function so that a catalog built by the CLI needs none.
+    http_client: Callable[[], httpx.AsyncClient] | None = None
+    # Live browser sessions (gateway.bridge); None where no server runs.
+    bridge: Any = None
+    warnings: list[Problem] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Bound:
+    executor: Executor
+    # A schema the binding derived (a Python function's signature); None when the definition gives one.
+    input_schema: Mapping[str, Any] | None = None
+    # Files the binding depends on (a browser script), part of the catalog's version.
+    files: tuple[Path, ...] = ()
+
+
+# kind (the YAML key) -> module holding its build(); imported on first use.
+BINDINGS = {"python": "python", "http": "http", "browser": "browser"}
+
+
+def builder(kind: str) -> Callable[[ToolDefinition, BuildEnv], Bound]:
+    return import_module(f"{__name__}.{BINDINGS[kind]}").build

@@ -1,0 +1,158 @@
+"""``binding: {python: "module:function"}`` — a Python callable, sync (run in a thread) or async (awaited).
+
+Only trusted code is imported: modules in ``<definitions>/python/`` and packages named in the settings'
+``allowed_packages``. The check happens before the import, since importing runs the module's code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import sys
+import threading
+import traceback
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from ..context import CONTEXT_PARAMETERS, CallContext
+from ..definitions import ToolDefinition
+from ..signature import SchemaDerivationError, coerce, parameters, schema_for_function, type_hints
+from . import BindingProblems, Bound, BuildEnv
+
+PYTHON_DIR = "python"
+_lock = threading.Lock()
+_loaded_digest: dict[Path, str] = {}
+
+
+def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
+    target = definition.binding["python"]
+    module_name, _, attribute = target.partition(":")
+    python_dir = (env.root / PYTHON_DIR).resolve()
+
+    def fail(message: str) -> BindingProblems:
+        return BindingProblems([definition.problem(["binding", "python"], message)])
+
+    local = _is_local(python_dir, module_name)
+    if not local and not _allowed(module_name, env.settings.allowed_packages):
+        allowed = ", ".join(env.settings.allowed_packages) or "none"
+        raise fail(
+            f"module '{module_name}' is not allowed: put it in {PYTHON_DIR}/ of the definitions directory or add "
+            f"its package to allowed_packages (allowed packages: {allowed})"
+        )
+    if local:
+        refresh_local_modules(python_dir)
+    try:
+        module = importlib.import_module(module_name)
+    except SyntaxError as exc:
+        where = f"{Path(exc.filename or '?').name}:{exc.lineno}:{exc.offset}"
+        raise fail(f"cannot import module '{module_name}': syntax error at {where}: {exc.msg}") from None
+    except Exception as exc:  # an import runs arbitrary module code; any failure is the admin's to fix
+        last = traceback.extract_tb(exc.__traceback__)[-1:] or None
+        where = f" ({Path(last[0].filename).name}:{last[0].lineno})" if last else ""
+        raise fail(f"cannot import module '{module_name}': {type(exc).__name__}: {exc}{where}") from None
+    function = getattr(module, attribute, None)
+    if function is None:
+        raise fail(f"module '{module_name}' has no attribute '{attribute}'")
+    if not callable(function):
+        raise fail(f"'{target}' is not callable (it is {type(function).__name__})")
+    try:
+        derived = None if definition.input_schema is not None else schema_for_function(function, CONTEXT_PARAMETERS)
+    except SchemaDerivationError as exc:
+        raise fail(f"cannot derive an input schema from '{target}': {exc}") from None
+    problems = _signature_mismatch(definition, function)
+    if problems:
+        raise BindingProblems(problems)
+    return Bound(executor=_executor(definition.id, function), input_schema=derived)
+
+
+def _is_local(python_dir: Path, module_name: str) -> bool:
+    top = module_name.split(".")[0]
+    return (python_dir / f"{top}.py").is_file() or (python_dir / top / "__init__.py").is_file()
+
+
+def _allowed(module_name: str, allowed_packages: tuple[str, ...]) -> bool:
+    return any(module_name == pkg or module_name.startswith(pkg + ".") for pkg in allowed_packages)
+
+
+def refresh_local_modules(python_dir: Path) -> None:
+    """Make ``<definitions>/python`` importable, and forget its modules when any of its files changed.
+
+    Functions of the previous import stay alive in the catalog that holds them; the next catalog gets fresh
+    modules. Other modules are never touched.
+    """
+    with _lock:
+        digest = _tree_digest(python_dir)
+        if str(python_dir) not in sys.path:
+            sys.path.append(str(python_dir))
+        if _loaded_digest.get(python_dir) == digest:
+            return
+        for name, module in list(sys.modules.items()):
+            file = getattr(module, "__file__", None)
+            if file and Path(file).resolve().is_relative_to(python_dir):
+                del sys.modules[name]
+        importlib.invalidate_caches()
+        _loaded_digest[python_dir] = digest
+
+
+def _tree_digest(directory: Path) -> str:
+    sha = hashlib.sha256()
+    for path in sorted(directory.rglob("*.py")):
+        sha.update(str(path).encode())
+        sha.update(path.read_bytes())
+    return sha.hexdigest()
+
+
+def _signature_mismatch(definition: ToolDefinition, function: Any) -> list:
+    """With an explicit input_schema, every property must reach a parameter, and every required one be required."""
+    schema = definition.input_schema
+    if schema is None:
+        return []
+    signature = inspect.signature(function)
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+    params = {p.name: p for p in parameters(function, CONTEXT_PARAMETERS)}
+    properties = schema.get("properties", {})
+    required = set(schema.get("required", []))
+    problems = []
+    for name in properties:
+        if name not in params and not takes_any:
+            problems.append(definition.problem(
+                ["input_schema", "properties", name],
+                f"property '{name}' is not a parameter of '{definition.binding['python']}'", key=True))
+    for name, param in params.items():
+        if param.default is param.empty and name not in required:
+            problems.append(definition.problem(
+                ["input_schema"],
+                f"parameter '{name}' of '{definition.binding['python']}' has no default, so input_schema must "
+                f"list it in 'required'"))
+    return problems
+
+
+def _executor(tool_id: str, function: Any):
+    signature = inspect.signature(function)
+    injected = [name for name in signature.parameters if name in CONTEXT_PARAMETERS]
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+    try:
+        hints = type_hints(function)
+    except Exception:  # hints were optional for a tool with an explicit schema; pass values through
+        hints = {}
+    accepted = {p.name for p in parameters(function, CONTEXT_PARAMETERS)}
+    is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+        getattr(function, "__call__", None))
+
+    async def execute(arguments: dict[str, Any], context: CallContext) -> Any:
+        kwargs = {
+            name: coerce(value, hints[name]) if name in hints else value
+            for name, value in arguments.items()
+            if name in accepted or takes_any
+        }
+        kwargs.update({name: context.value(name, tool_id) for name in injected})
+        if is_async:
+            return await function(**kwargs)
+        # abandon_on_cancel: a timed-out sync tool cannot be interrupted; the caller gets its error at once.
+        return await anyio.to_thread.run_sync(partial(function, **kwargs), abandon_on_cancel=True)
+
+    return execute

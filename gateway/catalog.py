@@ -1,0 +1,159 @@
+"""The Catalog: an immutable snapshot of every tool, ready to serve.
+
+``build_catalog`` is the second phase after loading: it resolves bindings, derives and compiles schemas, and
+either returns a complete Catalog or raises with every problem. Nothing is served from a half-built catalog; a
+reload builds a new one beside the old and swaps one reference.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from .bindings import BindingProblems, BuildEnv, Executor, builder
+from .definitions import Definitions, Scope, ToolDefinition
+from .errors import DefinitionsInvalid, Problem, UnknownTool
+from .schemas import compile_validator
+from .settings import Settings
+
+NO_ARGUMENTS: Mapping[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+
+
+@dataclass(frozen=True, eq=False)
+class Tool:
+    definition: ToolDefinition
+    input_schema: Mapping[str, Any]
+    validator: Draft202012Validator
+    output_validator: Draft202012Validator | None
+    # "server" and/or "client" executors, by where the tool may run.
+    executors: Mapping[str, Executor]
+    script: Path | None = None
+
+    @property
+    def id(self) -> str:
+        return self.definition.id
+
+    @property
+    def scope(self) -> Scope:
+        return self.definition.scope
+
+    def describe(self) -> dict[str, Any]:
+        """The gateway's own listing entry (GET /tools)."""
+        d = self.definition
+        entry: dict[str, Any] = {
+            "id": d.id,
+            "name": d.name,
+            "user_description": d.user_description,
+            "ai_description": d.ai_description,
+            "scope": d.scope.value,
+            "input_schema": self.input_schema,
+        }
+        if d.output_schema is not None:
+            entry["output_schema"] = d.output_schema
+        entry["tags"] = list(d.tags)
+        entry["toolsets"] = list(d.toolsets)
+        entry["annotations"] = dict(d.annotations)
+        if d.return_direct:
+            entry["return_direct"] = True
+        return entry
+
+
+@dataclass(frozen=True, eq=False)
+class Catalog:
+    tools: Mapping[str, Tool]
+    version: str
+    root: Path
+    settings: Settings
+    warnings: tuple[Problem, ...] = ()
+    _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
+    _memo_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def get(self, tool_id: str) -> Tool:
+        tool = self.tools.get(tool_id)
+        if tool is None:
+            raise UnknownTool(tool_id, difflib.get_close_matches(tool_id, self.tools, n=3, cutoff=0.6))
+        return tool
+
+    def select(self, *, toolsets: Iterable[str] = (), tags: Iterable[str] = (), side: str | None = None,
+               ids: Iterable[str] | None = None) -> list[Tool]:
+        """Tools in any of ``toolsets``, with any of ``tags``, runnable on ``side`` ("server"/"client")."""
+        toolsets, tags = set(toolsets), set(tags)
+        wanted = set(ids) if ids is not None else None
+        return [
+            tool for tool in self.tools.values()
+            if (not toolsets or toolsets & set(tool.definition.toolsets))
+            and (not tags or tags & set(tool.definition.tags))
+            and (side is None or side in tool.executors)
+            and (wanted is None or tool.id in wanted)
+        ]
+
+    def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """A value computed once per catalog (listings per format): a catalog never changes, so neither do they."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            with self._memo_lock:
+                if key not in self._memo:
+                    self._memo[key] = compute()
+                return self._memo[key]
+
+
+def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | None = None) -> Catalog:
+    """Resolve every binding and compile every schema, or raise ``DefinitionsInvalid`` with every problem."""
+    definitions.raise_for_problems()
+    env = env or BuildEnv(settings=settings, root=definitions.root)
+    env.warnings = [p for p in definitions.problems if p.severity != "error"]
+    problems: list[Problem] = []
+    tools: dict[str, Tool] = {}
+    version = hashlib.sha256(definitions.digest.encode())
+    for definition in definitions.tools:
+        try:
+            tool = _build_tool(definition, env)
+        except BindingProblems as exc:
+            problems += exc.problems
+            continue
+        tools[tool.id] = tool
+        for path in ([tool.script] if tool.script else []):
+            version.update(path.read_bytes())
+    if problems:
+        raise DefinitionsInvalid(sorted(problems, key=lambda p: (p.file, p.line, p.column)))
+    # Python modules are part of what the catalog serves: a change there is a new version.
+    for path in sorted((definitions.root / "python").rglob("*.py")):
+        version.update(path.read_bytes())
+    return Catalog(tools, version.hexdigest()[:16], definitions.root, settings, tuple(env.warnings))
+
+
+def _build_tool(definition: ToolDefinition, env: BuildEnv) -> Tool:
+    problems: list[Problem] = []
+    executors: dict[str, Executor] = {}
+    derived: Mapping[str, Any] | None = None
+    script: Path | None = None
+    for kind in definition.binding:
+        try:
+            bound = builder(kind)(definition, env)
+        except BindingProblems as exc:
+            problems += exc.problems
+            continue
+        executors["client" if kind == "browser" else "server"] = bound.executor
+        derived = derived or bound.input_schema
+        script = bound.files[0] if kind == "browser" and bound.files else script
+    if problems:
+        raise BindingProblems(problems)
+    input_schema = definition.input_schema or derived or NO_ARGUMENTS
+    output = definition.output_schema
+    return Tool(
+        definition=definition,
+        input_schema=input_schema,
+        validator=compile_validator(dict(input_schema)),
+        output_validator=compile_validator(dict(output)) if output is not None else None,
+        executors=executors,
+        script=script,
+    )
+

@@ -1,0 +1,155 @@
+"""``tool-gateway`` (or ``python -m gateway``): serve, validate, list, call, export, chat.
+
+Exit codes: 0 success; 1 invalid definitions or a tool call that returned an error; 2 bad usage or settings.
+Domain errors become one message per problem on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .catalog import Catalog, build_catalog
+from .context import CallContext
+from .definitions import load_definitions
+from .errors import DefinitionsInvalid, GatewayError
+from .settings import Settings, load_settings
+
+DEFAULT_DIR = "tool-definitions"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except DefinitionsInvalid as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        print(f"{len(exc.problems)} problem(s) found", file=sys.stderr)
+        return exc.exit_code
+    except GatewayError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tool-gateway", description="A declarative tool gateway for LLMs.")
+    parser.add_argument("--settings", help="settings file (YAML); also TOOL_GATEWAY_SETTINGS")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="serve the tools over REST, MCP and the chat endpoint")
+    serve.add_argument("definitions", nargs="?", help=f"definitions directory (default: ./{DEFAULT_DIR})")
+    serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default 8000)")
+    serve.add_argument("--no-reload", dest="reload", action="store_const", const=False,
+                       help="do not watch the definitions for changes")
+    serve.add_argument("--reload-poll", action="store_const", const=True,
+                       help="watch by polling (for NFS and mounts without inotify)")
+    serve.set_defaults(run=_serve)
+
+    validate = sub.add_parser("validate", help="check definitions; print every problem as file:line:col")
+    validate.add_argument("definitions", nargs="?")
+    validate.set_defaults(run=_validate)
+
+    listing = sub.add_parser("list", help="list the tools")
+    listing.add_argument("definitions", nargs="?")
+    listing.add_argument("--json", action="store_true", help="print the REST listing as JSON")
+    listing.set_defaults(run=_list)
+
+    call = sub.add_parser("call", help="call one tool and print its result")
+    call.add_argument("tool_id")
+    call.add_argument("arguments", nargs="?", default="{}", help="JSON object, or a bare value for a one-parameter tool")
+    call.add_argument("--definitions", "-d")
+    call.add_argument("--conversation-id")
+    call.add_argument("--user")
+    call.set_defaults(run=_call)
+
+    export = sub.add_parser("export", help="print the tools in a provider's declaration format")
+    export.add_argument("definitions", nargs="?")
+    export.add_argument("--format", "-f", required=True, choices=["openai", "openai-strict", "anthropic", "gemini", "mcp"])
+    export.set_defaults(run=_export)
+
+    chat = sub.add_parser("chat", help="run one chat turn against the configured LLM, executing tools")
+    chat.add_argument("message")
+    chat.add_argument("--definitions", "-d")
+    chat.add_argument("--provider", help="provider name from the settings (default: chat.provider)")
+    chat.set_defaults(run=_chat)
+    return parser
+
+
+def _settings(args: argparse.Namespace, **overrides: object) -> Settings:
+    directory = getattr(args, "definitions", None)
+    return load_settings(args.settings, definitions=Path(directory) if directory else None, **overrides)
+
+
+def _catalog(args: argparse.Namespace) -> Catalog:
+    settings = _settings(args)
+    return build_catalog(load_definitions(settings.definitions), settings)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    catalog = _catalog(args)
+    for warning in catalog.warnings:
+        print(warning, file=sys.stderr)
+    print(f"ok: {len(catalog.tools)} tool(s) in {catalog.root} (version {catalog.version})")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    catalog = _catalog(args)
+    if args.json:
+        print(json.dumps({"tools": [t.describe() for t in catalog.tools.values()]}, indent=2, ensure_ascii=False))
+        return 0
+    width = max((len(t) for t in catalog.tools), default=2)
+    for tool in catalog.tools.values():
+        print(f"{tool.id:<{width}}  {tool.scope.value:<6}  {tool.definition.name} — {tool.definition.user_description}")
+    return 0
+
+
+def _call(args: argparse.Namespace) -> int:
+    from .invoke import invoke
+
+    catalog = _catalog(args)
+    context = CallContext(conversation_id=args.conversation_id, user=args.user)
+    result = asyncio.run(invoke(catalog, args.tool_id, args.arguments, context))
+    if result.is_error:
+        print(result.text, file=sys.stderr)
+        return 1
+    print(result.text)
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from .formats import render
+
+    catalog = _catalog(args)
+    rendered = render(catalog, args.format)
+    for diagnostic in rendered.diagnostics:
+        print(f"warning: {diagnostic}", file=sys.stderr)
+    print(json.dumps(rendered.tools, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .server.app import serve
+
+    settings = _settings(args, host=args.host, port=args.port, reload=args.reload, reload_poll=args.reload_poll)
+    serve(settings)
+    return 0
+
+
+def _chat(args: argparse.Namespace) -> int:
+    from .loop.cli import run_chat
+
+    return run_chat(_settings(args), args.message, provider=args.provider)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

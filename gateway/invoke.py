@@ -1,0 +1,213 @@
+"""``invoke``: the one execution path behind every surface (REST, MCP, the chat loop, the CLI).
+
+    parse arguments → validate against the input schema → choose the side (server / browser)
+    → run the binding under the tool's timeout → normalise the result (JSON value + text, output schema, cap)
+
+Everything that goes wrong with a call becomes a ``ToolResult`` with ``is_error`` set and a message an LLM can
+act on; only an unknown tool id raises (``UnknownTool``), because there is no tool to answer for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import enum
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import ValidationError
+from jsonschema.exceptions import best_match
+
+from .catalog import Catalog, Tool
+from .context import CallContext
+from .definitions import Scope
+from .errors import ArgumentsInvalid, ToolError, ToolTimeout
+
+log = logging.getLogger("gateway.invoke")
+TRUNCATION_MARK = "\n…[truncated: {omitted} more characters]"
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    tool: str
+    is_error: bool
+    value: Any  # the structured result (a JSON value or a string); None on error
+    text: str  # what an LLM reads
+    error: str | None = None
+    side: str = "server"
+    duration_s: float = 0.0
+    truncated: bool = False
+    structured: bool = False  # the tool has an output schema and ``value`` passed it
+
+    def as_dict(self) -> dict[str, Any]:
+        """The REST shape: ``{"tool", "is_error", "result", "text"}`` plus ``error`` on failure."""
+        body: dict[str, Any] = {"tool": self.tool, "is_error": self.is_error, "result": self.value, "text": self.text}
+        if self.error is not None:
+            body["error"] = self.error
+        if self.truncated:
+            body["truncated"] = True
+        return body
+
+
+def parse_arguments(tool: Tool, raw: Any) -> dict[str, Any]:
+    """Arguments as a JSON object, a JSON string holding one, or a bare value for a one-parameter tool."""
+    if raw is None or raw == "":
+        return {}
+    value = raw
+    if isinstance(raw, (str, bytes)):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw.decode() if isinstance(raw, bytes) else raw  # a bare string, as the seed's tools accept
+    if isinstance(value, dict):
+        return value
+    single = _single_parameter(tool)
+    if single is not None:
+        return {single: value}
+    expected = ", ".join(tool.input_schema.get("properties", {})) or "none"
+    raise ArgumentsInvalid(
+        f"Invalid arguments for tool '{tool.id}': expected a JSON object with the parameters ({expected}), "
+        f"got {_json_type(value)}."
+    )
+
+
+def _single_parameter(tool: Tool) -> str | None:
+    properties = list(tool.input_schema.get("properties", {}))
+    return properties[0] if len(properties) == 1 else None
+
+
+def validate_arguments(tool: Tool, arguments: dict[str, Any]) -> None:
+    errors = sorted(tool.validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = [describe_error(e) for e in _leaves(errors)][:10]
+        raise ArgumentsInvalid(f"Invalid arguments for tool '{tool.id}':\n" + "\n".join(f"- {line}" for line in lines))
+
+
+def _leaves(errors: list[ValidationError]) -> list[ValidationError]:
+    # For anyOf/oneOf the most relevant sub-error says more than "is not valid under any of the given schemas".
+    return [best_match([e]) if e.context else e for e in errors]
+
+
+def describe_error(error: ValidationError) -> str:
+    """``at $.lights[0].brightness: expected one of 'low', 'medium', 'high', got 'very'`` — path, expectation, value."""
+    path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    got = _excerpt(error.instance)
+    validator, expected = error.validator, error.validator_value
+    if validator == "required":
+        return f"at {path}: missing required property {error.message.split(' is a required')[0]}"
+    if validator == "additionalProperties":
+        allowed = ", ".join(error.schema.get("properties", {})) or "none"
+        extra = ", ".join(repr(k) for k in error.instance if k not in error.schema.get("properties", {}))
+        return f"at {path}: unexpected property {extra} (allowed: {allowed})"
+    if validator == "type":
+        wanted = " or ".join(expected) if isinstance(expected, list) else expected
+        return f"at {path}: expected {wanted}, got {_json_type(error.instance)} {got}"
+    if validator == "enum":
+        return f"at {path}: expected one of {', '.join(json.dumps(v) for v in expected)}, got {got}"
+    return f"at {path}: {error.message}"
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+
+
+def _excerpt(value: Any, limit: int = 80) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def choose_side(tool: Tool, context: CallContext) -> str:
+    """Server unless the tool runs only in the browser, or may and the caller named a browser session."""
+    if tool.scope is Scope.CLIENT or (tool.scope is Scope.ALL and context.session and context.side != "server"):
+        return "client"
+    return "server"
+
+
+async def invoke(catalog: Catalog, tool_id: str, raw_arguments: Any = None,
+                 context: CallContext | None = None) -> ToolResult:
+    tool = catalog.get(tool_id)  # UnknownTool propagates: there is no tool to answer for
+    context = context or CallContext()
+    started = time.perf_counter()
+    side = choose_side(tool, context)
+    settings = catalog.settings
+    timeout = tool.definition.timeout_s or settings.default_timeout_s
+    try:
+        arguments = parse_arguments(tool, raw_arguments)
+        validate_arguments(tool, arguments)
+        try:
+            async with asyncio.timeout(timeout):
+                value = await tool.executors[side](arguments, context)
+        except TimeoutError:
+            raise ToolTimeout(f"Tool '{tool.id}' did not finish within {timeout:g} s.") from None
+        result = normalise(tool, value, side, settings.max_result_chars)
+    except ToolError as exc:
+        result = error_result(tool.id, str(exc), side)
+    except Exception as exc:  # the tool's own bug: log its internals, tell the LLM only that it failed
+        reference = uuid.uuid4().hex[:8]
+        log.exception("tool %s failed [ref %s]", tool.id, reference)
+        message = f"Tool '{tool.id}' failed with an internal error ({type(exc).__name__}); ref {reference}."
+        result = error_result(tool.id, message, side)
+    return dataclasses.replace(result, duration_s=time.perf_counter() - started)
+
+
+def error_result(tool_id: str, message: str, side: str = "server") -> ToolResult:
+    return ToolResult(tool=tool_id, is_error=True, value=None, text=message, error=message, side=side)
+
+
+def normalise(tool: Tool, value: Any, side: str, max_chars: int) -> ToolResult:
+    """A JSON value and the text an LLM reads, checked against the output schema and capped in size."""
+    try:
+        value = to_json(value)
+    except TypeError as exc:
+        raise ToolError(f"Tool '{tool.id}' returned a value that is not JSON: {exc}") from None
+    structured = False
+    if tool.output_validator is not None:
+        errors = list(tool.output_validator.iter_errors(value))
+        if errors:
+            detail = describe_error(best_match(errors))
+            raise ToolError(f"Tool '{tool.id}' returned a result that does not match its output schema: {detail}")
+        structured = True
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    truncated = len(text) > max_chars
+    if truncated:
+        text = text[:max_chars] + TRUNCATION_MARK.format(omitted=len(text) - max_chars)
+        if isinstance(value, str):
+            value = text
+    return ToolResult(tool=tool.id, is_error=False, value=value, text=text, side=side, truncated=truncated,
+                      structured=structured)
+
+
+def to_json(value: Any) -> Any:
+    """Plain JSON data from what tools commonly return (dataclasses, enums, dates, tuples, sets)."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise TypeError(f"{value} has no JSON representation")
+        return value
+    if isinstance(value, dict):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_json(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return to_json(value.value)
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_json(dataclasses.asdict(value))
+    if hasattr(value, "model_dump"):  # pydantic models
+        return to_json(value.model_dump(mode="json"))
+    raise TypeError(f"object of type {type(value).__name__} is not JSON serializable")

@@ -1,0 +1,121 @@
+"""The running gateway: the catalog it serves now, how it is replaced, and the parts shared by every call.
+
+One ``Gateway`` per process. Surfaces read ``gateway.catalog`` once per request and use that snapshot to the
+end, so a swap never changes a call in flight. ``reload()`` builds the next catalog beside the current one and
+swaps a single reference only if the whole build succeeded; listeners (MCP ``list_changed``) hear of real
+changes only, not of failed or no-op builds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from .bindings import BuildEnv
+from .catalog import Catalog, build_catalog
+from .definitions import DefinitionsCache, load_definitions
+from .errors import DefinitionsInvalid, Problem
+from .settings import Settings
+
+log = logging.getLogger("gateway")
+Listener = Callable[[Catalog], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ReloadOutcome:
+    ok: bool
+    changed: bool
+    version: str  # the version served after this reload
+    problems: tuple[Problem, ...] = ()
+    warnings: tuple[Problem, ...] = ()
+    duration_s: float = 0.0
+    at: float = field(default_factory=time.time)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "changed": self.changed,
+            "version": self.version,
+            "problems": [p.as_dict() | {"text": str(p)} for p in self.problems],
+            "warnings": [p.as_dict() | {"text": str(p)} for p in self.warnings],
+            "duration_ms": round(self.duration_s * 1000, 1),
+            "at": self.at,
+        }
+
+
+class Gateway:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.bridge: Any = None  # gateway.bridge.Bridge, set by the server when it starts
+        self._http: httpx.AsyncClient | None = None
+        self._cache = DefinitionsCache()
+        self._listeners: list[Listener] = []
+        self._lock = asyncio.Lock()
+        self.catalog = self._build()  # the first build must succeed: there is nothing older to serve
+        self.last_reload = ReloadOutcome(True, True, self.catalog.version, warnings=self.catalog.warnings)
+
+    def http_client(self) -> httpx.AsyncClient:
+        """The pooled client every HTTP-bound tool shares; created on first use, closed by ``aclose``."""
+        if self._http is None:
+            self._http = httpx.AsyncClient(
+                follow_redirects=False,
+                limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+                timeout=httpx.Timeout(self.settings.default_timeout_s),
+            )
+        return self._http
+
+    def _build(self) -> Catalog:
+        env = BuildEnv(settings=self.settings, root=self.settings.definitions, http_client=self.http_client,
+                       bridge=self)
+        return build_catalog(load_definitions(self.settings.definitions, self._cache), self.settings, env)
+
+    def on_change(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    async def reload(self) -> ReloadOutcome:
+        """Rebuild from disk; swap only on success and only if the content changed."""
+        async with self._lock:  # one build at a time; a burst of triggers queues here
+            started = time.perf_counter()
+            try:
+                # Building imports modules and reads files: keep it off the event loop.
+                catalog = await asyncio.to_thread(self._build)
+            except DefinitionsInvalid as exc:
+                outcome = ReloadOutcome(False, False, self.catalog.version, exc.problems,
+                                        duration_s=time.perf_counter() - started)
+                for problem in exc.problems:
+                    log.error("reload failed: %s", problem)
+                self.last_reload = outcome
+                return outcome
+            changed = catalog.version != self.catalog.version
+            if changed:
+                self.catalog = catalog
+            outcome = ReloadOutcome(True, changed, self.catalog.version, warnings=catalog.warnings,
+                                    duration_s=time.perf_counter() - started)
+            self.last_reload = outcome
+        if changed:
+            log.info("catalog %s now serves %d tool(s)", catalog.version, len(catalog.tools))
+            for listener in list(self._listeners):
+                try:
+                    await listener(catalog)
+                except Exception:  # a listener's failure must not undo or hide a good reload
+                    log.exception("catalog change listener failed")
+        return outcome
+
+    async def execute(self, session: str, tool_id: str, arguments: dict[str, Any], context: Any) -> Any:
+        """Browser bindings call this; the live bridge does the work once the server has attached one."""
+        from .errors import ToolError
+
+        if self.bridge is None:
+            raise ToolError(f"Tool '{tool_id}' runs in the user's browser, and no browser bridge is running.")
+        return await self.bridge.execute(session, tool_id, arguments, context)
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None

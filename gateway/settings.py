@@ -1,0 +1,158 @@
+"""Server settings: defaults, overridden by a YAML settings file, overridden by the environment.
+
+Settings file keys and environment variables (``TOOL_GATEWAY_<KEY>`` in upper case) share one spelling with the
+dataclass fields below. Secrets (API keys, provider keys) are never stored in clear: API keys are kept as
+SHA-256 hashes, provider keys as ``{{ secrets.NAME }}`` references resolved from the environment at call time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import GatewayError
+
+ENV_PREFIX = "TOOL_GATEWAY_"
+
+
+class SettingsInvalid(GatewayError):
+    exit_code = 2
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """An API key, by hash, with what it may use: ``toolsets`` (empty = every toolset) and admin operations."""
+
+    name: str
+    sha256: str
+    toolsets: tuple[str, ...] = ()
+    admin: bool = False
+
+    def allows(self, tool_toolsets: tuple[str, ...]) -> bool:
+        return not self.toolsets or bool(set(self.toolsets) & set(tool_toolsets))
+
+
+@dataclass(frozen=True)
+class Settings:
+    definitions: Path = Path("tool-definitions")
+    host: str = "127.0.0.1"
+    port: int = 8000
+    reload: bool = True
+    reload_poll: bool = False
+    # Python bindings may name functions in <definitions>/python/ and in these packages only.
+    allowed_packages: tuple[str, ...] = ()
+    default_timeout_s: float = 30.0
+    max_result_chars: int = 100_000
+    max_body_bytes: int = 1_048_576
+    max_concurrent_calls: int = 64
+    # Origins allowed for browsers (CORS, the browser runtime, MCP Origin validation); empty = same origin only.
+    allowed_origins: tuple[str, ...] = ()
+    api_keys: tuple[ApiKey, ...] = ()
+    # LLM providers and the chat loop's limits; interpreted by gateway.loop.
+    providers: Mapping[str, Any] = field(default_factory=dict)
+    chat: Mapping[str, Any] = field(default_factory=dict)
+    log_level: str = "info"
+
+    @property
+    def auth_enabled(self) -> bool:
+        return bool(self.api_keys)
+
+    def find_key(self, presented: str) -> ApiKey | None:
+        digest = hash_key(presented)
+        return next((key for key in self.api_keys if key.sha256 == digest), None)
+
+
+_FIELDS = {f.name: f for f in fields(Settings)}
+
+
+def load_settings(path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None,
+                  **overrides: Any) -> Settings:
+    """Defaults ← settings file ← environment ← explicit overrides (the CLI's flags)."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    path = path or environ.get(ENV_PREFIX + "SETTINGS")
+    if path:
+        values.update(_read_file(Path(path)))
+    values.update(_from_env(environ))
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return _coerce(values)
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise SettingsInvalid(f"{path}: cannot read settings file: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise SettingsInvalid(f"{path}: invalid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise SettingsInvalid(f"{path}: expected a mapping of settings")
+    unknown = sorted(set(data) - set(_FIELDS))
+    if unknown:
+        raise SettingsInvalid(f"{path}: unknown setting(s): {', '.join(unknown)} (known: {', '.join(sorted(_FIELDS))})")
+    if "definitions" in data and not Path(data["definitions"]).is_absolute():
+        data["definitions"] = path.parent / data["definitions"]
+    return data
+
+
+def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name in ("definitions", "host", "port", "reload", "reload_poll", "default_timeout_s", "max_result_chars",
+                 "max_body_bytes", "max_concurrent_calls", "log_level"):
+        if ENV_PREFIX + name.upper() in environ:
+            values[name] = environ[ENV_PREFIX + name.upper()]
+    for name in ("allowed_packages", "allowed_origins"):
+        if ENV_PREFIX + name.upper() in environ:
+            values[name] = [v.strip() for v in environ[ENV_PREFIX + name.upper()].split(",") if v.strip()]
+    # Keys given in clear through the environment are hashed at once and never kept.
+    keys = []
+    if environ.get(ENV_PREFIX + "API_KEY"):
+        keys.append({"name": "env", "sha256": hash_key(environ[ENV_PREFIX + "API_KEY"])})
+    if environ.get(ENV_PREFIX + "ADMIN_KEY"):
+        keys.append({"name": "env-admin", "sha256": hash_key(environ[ENV_PREFIX + "ADMIN_KEY"]), "admin": True})
+    if keys:
+        values["env_api_keys"] = keys
+    return values
+
+
+def _coerce(values: dict[str, Any]) -> Settings:
+    settings = Settings()
+    changes: dict[str, Any] = {}
+    keys = [*(values.pop("api_keys", None) or []), *values.pop("env_api_keys", [])]
+    for name, value in values.items():
+        default = getattr(settings, name)
+        try:
+            if isinstance(default, bool):
+                changes[name] = value if isinstance(value, bool) else str(value).lower() in {"1", "true", "yes", "on"}
+            elif isinstance(default, (int, float)):
+                changes[name] = type(default)(value)
+            elif isinstance(default, Path):
+                changes[name] = Path(value)
+            elif isinstance(default, tuple):
+                changes[name] = tuple(value)
+            else:
+                changes[name] = value
+        except (TypeError, ValueError):
+            raise SettingsInvalid(f"setting '{name}': invalid value {value!r}") from None
+    changes["api_keys"] = tuple(_api_key(entry) for entry in keys)
+    return replace(settings, **changes)
+
+
+def _api_key(entry: Any) -> ApiKey:
+    if not isinstance(entry, dict) or "name" not in entry or "sha256" not in entry:
+        raise SettingsInvalid("each api_keys entry needs 'name' and 'sha256' (the key's SHA-256 hex digest)")
+    unknown = set(entry) - {"name", "sha256", "toolsets", "admin"}
+    if unknown:
+        raise SettingsInvalid(f"api key '{entry['name']}': unknown field(s) {', '.join(sorted(unknown))}")
+    return ApiKey(str(entry["name"]), str(entry["sha256"]).lower(), tuple(entry.get("toolsets") or ()),
+                  bool(entry.get("admin", False)))

@@ -1,0 +1,214 @@
+"""JSON Schema derived from a Python function's signature (the Semantic Kernel way), and the reverse trip.
+
+``schema_for_function`` describes the parameters the LLM fills; ``coerce`` turns validated JSON arguments back
+into what the annotations ask for (Enum members, dataclasses, dates), so tool functions get real Python values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import inspect
+import types
+import collections.abc
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, Annotated, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
+
+_SCALARS: dict[Any, dict[str, Any]] = {
+    str: {"type": "string"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    bool: {"type": "boolean"},
+    type(None): {"type": "null"},
+    dt.datetime: {"type": "string", "format": "date-time"},
+    dt.date: {"type": "string", "format": "date"},
+    dt.time: {"type": "string", "format": "time"},
+}
+
+
+_ARRAYS = (list, tuple, set, frozenset, collections.abc.Sequence)
+_MAPPINGS = (dict, collections.abc.Mapping)
+
+
+class SchemaDerivationError(Exception):
+    """The signature uses a type that has no JSON Schema; the message names the parameter and the type."""
+
+
+def parameters(fn: Callable[..., Any], hidden: Collection[str]) -> list[inspect.Parameter]:
+    """The parameters the LLM fills: not context parameters, not *args/**kwargs."""
+    return [
+        p for p in inspect.signature(fn).parameters.values()
+        if p.name not in hidden and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+
+
+def type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__call__
+    return get_type_hints(target, include_extras=True)
+
+
+def schema_for_function(fn: Callable[..., Any], hidden: Collection[str]) -> dict[str, Any]:
+    try:
+        hints = type_hints(fn)
+    except Exception as exc:  # a hint that names something undefined, evaluated lazily
+        raise SchemaDerivationError(f"cannot read type hints: {type(exc).__name__}: {exc}") from None
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for param in parameters(fn, hidden):
+        if param.name not in hints:
+            raise SchemaDerivationError(
+                f"parameter '{param.name}' has no type hint: annotate it, or give the tool an input_schema"
+            )
+        try:
+            schema = schema_for_type(hints[param.name])
+        except SchemaDerivationError as exc:
+            raise SchemaDerivationError(f"parameter '{param.name}': {exc}") from None
+        if param.default is inspect.Parameter.empty:
+            required.append(param.name)
+        elif _is_json(param.default):
+            schema = {**schema, "default": _jsonable(param.default)}
+        properties[param.name] = schema
+    result: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        result["required"] = required
+    result["additionalProperties"] = False
+    return result
+
+
+def schema_for_type(hint: Any) -> dict[str, Any]:
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Annotated:
+        # Annotated[T, "description", {"pattern": ...}]: strings describe, mappings add schema keywords.
+        schema = dict(schema_for_type(args[0]))
+        notes = [a for a in args[1:] if isinstance(a, str)]
+        if notes:
+            schema["description"] = " ".join(notes)
+        for extra in (a for a in args[1:] if isinstance(a, Mapping)):
+            schema = _constrain(schema, dict(extra))
+        return schema
+    if hint in _SCALARS:
+        return dict(_SCALARS[hint])
+    if hint is Any or hint is object:
+        return {}
+    if origin is Literal:
+        values = list(args)
+        kinds = {type(v) for v in values}
+        schema = {"enum": values}
+        if len(kinds) == 1 and next(iter(kinds)) in _SCALARS:
+            schema = {**_SCALARS[next(iter(kinds))], "enum": values}
+        return schema
+    if origin in (Union, types.UnionType):
+        options = [schema_for_type(a) for a in args]
+        simple = [o.get("type") for o in options]
+        if all(isinstance(t, str) and len(o) == 1 for t, o in zip(simple, options)):
+            return {"type": simple}
+        return {"anyOf": options}
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        schema = schema_for_type(Literal[tuple(member.value for member in hint)])
+        return {**schema, "description": _doc(hint)} if _doc(hint) else schema
+    if origin in _ARRAYS or hint in _ARRAYS:
+        if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+            return {"type": "array", "prefixItems": [schema_for_type(a) for a in args], "items": False,
+                    "minItems": len(args), "maxItems": len(args)}
+        schema = {"type": "array", "items": schema_for_type(args[0] if args else Any)}
+        if origin in (set, frozenset) or hint in (set, frozenset):
+            schema["uniqueItems"] = True
+        return schema
+    if origin in _MAPPINGS or hint in _MAPPINGS:
+        if args and args[0] is not str:
+            raise SchemaDerivationError(f"dict keys must be str for JSON, got {args[0]!r}")
+        schema = {"type": "object"}
+        if args:
+            schema["additionalProperties"] = schema_for_type(args[1])
+        return schema
+    if is_typeddict(hint):
+        hints = get_type_hints(hint, include_extras=True)
+        return _object(hint, hints, required=list(getattr(hint, "__required_keys__", hints)))
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        hints = get_type_hints(hint, include_extras=True)
+        required = [f.name for f in dataclasses.fields(hint)
+                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        return _object(hint, {f.name: hints[f.name] for f in dataclasses.fields(hint)}, required)
+    raise SchemaDerivationError(f"type {getattr(hint, '__name__', hint)!r} has no JSON Schema equivalent")
+
+
+def _constrain(schema: dict[str, Any], keywords: dict[str, Any]) -> dict[str, Any]:
+    """Add keywords to a schema; for an optional ``T | None`` they go to the ``T`` branch."""
+    if schema.get("type") and isinstance(schema["type"], list) and "null" in schema["type"]:
+        rest = [t for t in schema["type"] if t != "null"]
+        inner = {**schema, "type": rest[0] if len(rest) == 1 else rest, **keywords}
+        inner.pop("description", None)
+        outer = {"anyOf": [inner, {"type": "null"}]}
+        return {**outer, "description": schema["description"]} if "description" in schema else outer
+    return {**schema, **keywords}
+
+
+def _object(cls: type, hints: Mapping[str, Any], required: list[str]) -> dict[str, Any]:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {name: schema_for_type(hint) for name, hint in hints.items()},
+        "additionalProperties": False,
+    }
+    if required:
+        schema["required"] = [name for name in hints if name in required]
+    if _doc(cls):
+        schema["description"] = _doc(cls)
+    return schema
+
+
+def _doc(cls: type) -> str | None:
+    doc = inspect.getdoc(cls)
+    inherited = {inspect.getdoc(base) for base in cls.__mro__[1:]}
+    # A dataclass without a docstring gets its signature as __doc__; that is no description.
+    generated = dataclasses.is_dataclass(cls) and doc is not None and doc.startswith(cls.__name__ + "(")
+    return doc if doc and doc not in inherited and not generated else None
+
+
+def _is_json(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool, type(None), enum.Enum)) or (
+        isinstance(value, (list, tuple)) and all(_is_json(v) for v in value)
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def coerce(value: Any, hint: Any) -> Any:
+    """Turn a validated JSON value into what ``hint`` asks for (Enum, dataclass, date, tuple, set)."""
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Annotated:
+        return coerce(value, args[0])
+    if value is None:
+        return None
+    if origin in (Union, types.UnionType):
+        for option in args:
+            if option is type(None):
+                continue
+            try:
+                return coerce(value, option)
+            except (TypeError, ValueError, KeyError):
+                continue
+        return value
+    if isinstance(hint, type):
+        if issubclass(hint, enum.Enum):
+            return hint(value)
+        if hint is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if hint in (dt.datetime, dt.date, dt.time) and isinstance(value, str):
+            return hint.fromisoformat(value.replace("Z", "+00:00") if hint is not dt.date else value)
+        if dataclasses.is_dataclass(hint) and isinstance(value, dict):
+            hints = get_type_hints(hint)
+            return hint(**{k: coerce(v, hints.get(k, Any)) for k, v in value.items()})
+    if origin in (list, tuple, set, frozenset) and isinstance(value, list):
+        item = args[0] if args else Any
+        items = [coerce(v, item) for v in value]
+        return origin(items) if origin is not list else items
+    if origin in (dict,) and isinstance(value, dict) and len(args) == 2:
+        return {k: coerce(v, args[1]) for k, v in value.items()}
+    return value

@@ -1,0 +1,106 @@
+"""YAML files that can say where each of their values came from.
+
+Parsing uses PyYAML's C loader when it is available. Positions are not recorded while parsing (that would cost
+time and memory on every load, for the rare file that is wrong): the first time a problem needs one, the file
+is composed again into a node tree and the node at a JSON path is found there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from .errors import Problem
+
+try:
+    _BaseLoader: type = yaml.CSafeLoader
+except AttributeError:  # PyYAML built without libyaml
+    _BaseLoader = yaml.SafeLoader
+
+Path = Sequence[str | int]
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """Safe loader that reports duplicate mapping keys instead of silently keeping the last one."""
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self.duplicate_keys: list[tuple[int, int, object]] = []
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:  # type: ignore[override]
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key is not None and key in seen:
+                mark = key_node.start_mark
+                self.duplicate_keys.append((mark.line + 1, mark.column + 1, key))
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+# Timestamps stay strings: a tool definition has no use for datetime objects and they are not JSON.
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_str)
+
+
+@dataclass(eq=False)
+class YamlDocument:
+    file: str  # the path shown in messages (relative to the definitions directory)
+    text: str
+    data: Any
+    _root: yaml.Node | None = field(default=None, repr=False)
+
+    def position(self, path: Path, *, key: bool = False) -> tuple[int, int]:
+        """1-based line and column of the node at ``path`` (of its key when ``key``), or of its nearest parent."""
+        if self._root is None:
+            self._root = yaml.compose(self.text, Loader=_BaseLoader)
+        node = self._root
+        mark = node.start_mark if node is not None else None
+        last = len(path) - 1
+        for index, step in enumerate(path):
+            child, key_node = _child(node, step)
+            if child is None:
+                break
+            node = child
+            at_key = key and key_node is not None and index == last
+            mark = key_node.start_mark if at_key else child.start_mark
+        if mark is None:
+            return 1, 1
+        return mark.line + 1, mark.column + 1
+
+    def problem(self, path: Path, message: str, *, key: bool = False, severity: str = "error") -> Problem:
+        line, column = self.position(path, key=key)
+        return Problem(self.file, line, column, message, severity)
+
+
+def _child(node: yaml.Node | None, step: str | int) -> tuple[yaml.Node | None, yaml.Node | None]:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value == str(step):
+                return value_node, key_node
+    elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value):
+        return node.value[step], None
+    return None, None
+
+
+def parse_yaml(file: str, text: str) -> tuple[YamlDocument | None, list[Problem]]:
+    """Parse one YAML text; return the document (None when it does not parse) and its problems."""
+    loader = _Loader(text)
+    try:
+        data = loader.get_single_data()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        what = " ".join(part for part in (exc.context, exc.problem) if part)
+        return None, [Problem(file, line, column, f"YAML syntax error: {what}")]
+    except yaml.YAMLError as exc:
+        return None, [Problem(file, 1, 1, f"YAML error: {exc}")]
+    finally:
+        loader.dispose()
+    problems = [
+        Problem(file, line, column, f"duplicate key '{key}' (a YAML mapping key must appear once)")
+        for line, column, key in loader.duplicate_keys
+    ]
+    return YamlDocument(file, text, data), problems

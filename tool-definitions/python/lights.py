@@ -1,0 +1,54 @@
+"""The Semantic Kernel lights plugin: a small in-memory home, one state per gateway process."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import Annotated
+
+
+class Brightness(Enum):
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+@dataclass(frozen=True)
+class LightModel:
+    id: int
+    name: str
+    is_on: bool
+    brightness: Brightness
+    color: str  # hex "#RRGGBB"
+
+
+_lock = threading.Lock()
+_lights: dict[int, LightModel] = {
+    1: LightModel(1, "Table Lamp", False, Brightness.MEDIUM, "#FFFFFF"),
+    2: LightModel(2, "Porch light", False, Brightness.HIGH, "#FF0000"),
+    3: LightModel(3, "Chandelier", True, Brightness.LOW, "#FFFF00"),
+}
+
+
+def get_lights() -> list[LightModel]:
+    with _lock:
+        return list(_lights.values())
+
+
+def change_state(
+    id: Annotated[int, "The id of the light to change."],
+    is_on: Annotated[bool | None, "Turn the light on (true) or off (false)."] = None,
+    brightness: Annotated[Brightness | None, "New brightness."] = None,
+    color: Annotated[str | None, "New color as hex #RRGGBB.", {"pattern": "^#[0-9A-Fa-f]{6}$"}] = None,
+) -> LightModel:
+    from gateway import ToolError
+
+    with _lock:
+        light = _lights.get(id)
+        if light is None:
+            raise ToolError(f"No light with id {id}; known ids: {sorted(_lights)}.")
+        changes = {k: v for k, v in {"is_on": is_on, "brightness": brightness, "color": color}.items() if v is not None}
+        _lights[id] = replace(light, **changes)
+        return _lights[id]
+
