@@ -106,11 +106,14 @@ class Catalog:
 
 
 def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | None = None) -> Catalog:
-    """Resolve every binding and compile every schema, or raise ``DefinitionsInvalid`` with every problem."""
-    definitions.raise_for_problems()
+    """Resolve every binding and compile every schema, or raise ``DefinitionsInvalid`` with every problem.
+
+    Tools that loaded cleanly are built even when others did not, so one run reports load and build problems
+    together.
+    """
     env = env or BuildEnv(settings=settings, root=definitions.root)
     env.warnings = [p for p in definitions.problems if p.severity != "error"]
-    problems: list[Problem] = []
+    problems: list[Problem] = [p for p in definitions.problems if p.severity == "error"]
     tools: dict[str, Tool] = {}
     version = hashlib.sha256(definitions.digest.encode())
     for definition in definitions.tools:

@@ -21,14 +21,22 @@ if TYPE_CHECKING:
     from .yamlsource import YamlDocument
 
 
-def check_document(document: YamlDocument) -> list[Problem]:
-    """Validate a parsed file against ``schemas/tool-definitions.schema.json``."""
-    if document.data is None:
-        return [document.problem([], "empty file: expected a mapping with a 'tools' list")]
+def check_document(document: YamlDocument) -> tuple[list[Problem], set[int]]:
+    """Validate a parsed file against ``schemas/tool-definitions.schema.json``.
+
+    Returns the problems and the indices of the tools they are in.
+    """
+    if not isinstance(document.data, dict):
+        got = "an empty file" if document.data is None else _type_name(document.data)
+        return [document.problem([], f"expected a mapping with a 'tools' list, got {got}")], set()
     problems = []
+    misshapen: set[int] = set()
     for error in definitions_validator().iter_errors(document.data):
         problems += _schema_problems(document, error)
-    return sorted(problems, key=lambda p: (p.line, p.column))
+        path = list(error.absolute_path)
+        if len(path) >= 2 and path[0] == "tools" and isinstance(path[1], int):
+            misshapen.add(path[1])
+    return problems, misshapen
 
 
 def _schema_problems(document: YamlDocument, error: ValidationError) -> list[Problem]:
@@ -94,10 +102,8 @@ def _check_schema_value(tool: ToolDefinition, key: str) -> list[Problem]:
     schema = getattr(tool, key)
     if schema is None:
         return []
-    problems = [
-        tool.problem([key, *path], f"{key} is not a valid JSON Schema: {message}")
-        for path, message in metaschema_errors(schema)
-    ]
+    problems = [tool.problem([key, *path], f"{key} is not a valid JSON Schema: {message}")
+                for path, message in metaschema_errors(schema)]
     if key == "input_schema" and not problems and schema.get("type") != "object":
         problems.append(
             tool.problem([key], f"input_schema must have 'type: object' at its root (got {schema.get('type')!r})")

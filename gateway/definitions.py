@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import checks
-from .errors import DefinitionsInvalid, Problem
+from .errors import Problem
 from .yamlsource import YamlDocument, parse_yaml
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -81,8 +81,13 @@ class ToolDefinition:
 class FileDefinitions:
     file: str
     digest: str
-    tools: tuple[ToolDefinition, ...]
+    tools: tuple[ToolDefinition, ...]  # every tool with an id, for cross-file checks
     problems: tuple[Problem, ...]
+    broken: frozenset[int] = frozenset()  # indices of tools with problems: not built, not served
+
+    @property
+    def buildable(self) -> tuple[ToolDefinition, ...]:
+        return tuple(tool for tool in self.tools if tool.index not in self.broken)
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,16 +100,13 @@ class Definitions:
 
     @property
     def tools(self) -> list[ToolDefinition]:
-        return [tool for file in self.files for tool in file.tools]
+        """The tools that passed every check so far, in file order."""
+        return [tool for file in self.files for tool in file.buildable]
 
     @property
     def digest(self) -> str:
         return hashlib.sha256("".join(f.file + f.digest for f in self.files).encode()).hexdigest()
 
-    def raise_for_problems(self) -> None:
-        errors = [p for p in self.problems if p.severity == "error"]
-        if errors:
-            raise DefinitionsInvalid(errors)
 
 
 def parse_definitions(file: str, text: str) -> FileDefinitions:
@@ -113,16 +115,22 @@ def parse_definitions(file: str, text: str) -> FileDefinitions:
     document, problems = parse_yaml(file, text)
     if document is None:
         return FileDefinitions(file, digest, (), tuple(problems))
-    problems += checks.check_document(document)
+    shape_problems, misshapen = checks.check_document(document)
+    problems += shape_problems
     tools: list[ToolDefinition] = []
+    broken: set[int] = set(misshapen)
     raw_tools = document.data.get("tools") if isinstance(document.data, dict) else None
     for index, raw in enumerate(raw_tools if isinstance(raw_tools, list) else []):
         if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not isinstance(raw.get("binding"), dict):
             continue  # already reported by the schema check; nothing usable to build
         tool = _definition(raw, document, index)
-        problems += checks.check_tool(tool)
+        if index not in misshapen:  # semantic checks on a misshapen tool would only add noise
+            tool_problems = checks.check_tool(tool)
+            problems += tool_problems
+            broken.update([index] if tool_problems else [])
         tools.append(tool)
-    return FileDefinitions(file, digest, tuple(tools), tuple(problems))
+    problems.sort(key=lambda p: (p.line, p.column))
+    return FileDefinitions(file, digest, tuple(tools), tuple(problems), frozenset(broken))
 
 
 def _definition(raw: dict[str, Any], document: YamlDocument, index: int) -> ToolDefinition:

@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
 from jsonschema.validators import validator_for
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource
 
+JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 _PACKAGED = Path(__file__).parent / "_schemas"
 SCHEMAS_DIR = _PACKAGED if _PACKAGED.is_dir() else Path(__file__).parent.parent / "schemas"
 DEFINITIONS_SCHEMA = SCHEMAS_DIR / "tool-definitions.schema.json"
@@ -45,7 +47,15 @@ def metaschema_errors(schema: Any) -> list[tuple[list[str | int], str]]:
     """Every way ``schema`` is not a valid JSON Schema, as (path inside the schema, message)."""
     cls = validator_for(schema, default=Draft202012Validator) if isinstance(schema, dict) else Draft202012Validator
     meta = cls(cls.META_SCHEMA)
-    return [(list(error.absolute_path), error.message) for error in meta.iter_errors(schema)]
+    found = []
+    for error in meta.iter_errors(schema):
+        path = list(error.absolute_path)
+        if path and path[-1] == "type" and isinstance(error.instance, (str, list)):
+            message = f"unknown type {error.instance!r} (types: {', '.join(JSON_TYPES)})"
+        else:
+            message = best_match([error]).message if error.context else error.message
+        found.append((path, message))
+    return found
 
 
 def compile_validator(schema: dict[str, Any]) -> Draft202012Validator:

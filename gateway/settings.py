@@ -8,6 +8,7 @@ SHA-256 hashes, provider keys as ``{{ secrets.NAME }}`` references resolved from
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -68,8 +69,13 @@ class Settings:
         return bool(self.api_keys)
 
     def find_key(self, presented: str) -> ApiKey | None:
+        """The key whose digest matches, compared in constant time and without stopping at the first match."""
         digest = hash_key(presented)
-        return next((key for key in self.api_keys if key.sha256 == digest), None)
+        found = None
+        for key in self.api_keys:
+            if hmac.compare_digest(key.sha256, digest):
+                found = key
+        return found
 
 
 _FIELDS = {f.name: f for f in fields(Settings)}

@@ -93,7 +93,12 @@ def parse_yaml(file: str, text: str) -> tuple[YamlDocument | None, list[Problem]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        what = " ".join(part for part in (exc.context, exc.problem) if part)
+        what = exc.problem or "invalid YAML"
+        if exc.context and exc.context_mark and exc.context_mark is not mark:
+            start = exc.context_mark
+            what = f"{what} ({exc.context} started at line {start.line + 1}, column {start.column + 1})"
+        elif exc.context:
+            what = f"{exc.context}: {what}"
         return None, [Problem(file, line, column, f"YAML syntax error: {what}")]
     except yaml.YAMLError as exc:
         return None, [Problem(file, 1, 1, f"YAML error: {exc}")]

@@ -42,6 +42,8 @@ class BuildEnv:
     # Live browser sessions (gateway.bridge); None where no server runs.
     bridge: Any = None
     warnings: list[Problem] = field(default_factory=list)
+    # Values a binding kind computes once per build rather than once per tool (a directory's digest).
+    memo: dict[Any, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

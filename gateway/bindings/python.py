@@ -25,7 +25,8 @@ from . import BindingProblems, Bound, BuildEnv
 
 PYTHON_DIR = "python"
 _lock = threading.Lock()
-_loaded_digest: dict[Path, str] = {}
+_active_dir: Path | None = None
+_loaded_digest: str | None = None
 
 
 def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
@@ -43,8 +44,8 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
             f"module '{module_name}' is not allowed: put it in {PYTHON_DIR}/ of the definitions directory or add "
             f"its package to allowed_packages (allowed packages: {allowed})"
         )
-    if local:
-        refresh_local_modules(python_dir)
+    if local and ("python-dir", python_dir) not in env.memo:
+        env.memo["python-dir", python_dir] = refresh_local_modules(python_dir)
     try:
         module = importlib.import_module(module_name)
     except SyntaxError as exc:
@@ -54,6 +55,9 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
         last = traceback.extract_tb(exc.__traceback__)[-1:] or None
         where = f" ({Path(last[0].filename).name}:{last[0].lineno})" if last else ""
         raise fail(f"cannot import module '{module_name}': {type(exc).__name__}: {exc}{where}") from None
+    if local and not Path(getattr(module, "__file__", None) or "/").resolve().is_relative_to(python_dir):
+        raise fail(f"module '{module_name}' in {PYTHON_DIR}/ has the name of an installed module "
+                   f"({getattr(module, '__file__', None) or 'built in'}); rename it")
     function = getattr(module, attribute, None)
     if function is None:
         raise fail(f"module '{module_name}' has no attribute '{attribute}'")
@@ -78,24 +82,35 @@ def _allowed(module_name: str, allowed_packages: tuple[str, ...]) -> bool:
     return any(module_name == pkg or module_name.startswith(pkg + ".") for pkg in allowed_packages)
 
 
-def refresh_local_modules(python_dir: Path) -> None:
+def refresh_local_modules(python_dir: Path) -> str:
     """Make ``<definitions>/python`` importable, and forget its modules when any of its files changed.
 
-    Functions of the previous import stay alive in the catalog that holds them; the next catalog gets fresh
-    modules. Other modules are never touched.
+    One such directory is importable at a time (a process serves one definitions directory; tests build
+    several), so switching directories also forgets the previous directory's modules, which may share names.
+    Functions of a previous import stay alive in the catalog that holds them; the next catalog gets fresh
+    modules. Other modules are never touched. Returns the directory's digest.
     """
+    global _active_dir, _loaded_digest
     with _lock:
         digest = _tree_digest(python_dir)
-        if str(python_dir) not in sys.path:
-            sys.path.append(str(python_dir))
-        if _loaded_digest.get(python_dir) == digest:
-            return
-        for name, module in list(sys.modules.items()):
-            file = getattr(module, "__file__", None)
-            if file and Path(file).resolve().is_relative_to(python_dir):
-                del sys.modules[name]
+        if _active_dir == python_dir and _loaded_digest == digest:
+            return digest
+        for directory in {python_dir, _active_dir} - {None}:
+            _forget_modules(directory)
+            while str(directory) in sys.path:
+                sys.path.remove(str(directory))
+        # Appended, not prepended: a local module must never shadow the standard library or a package.
+        sys.path.append(str(python_dir))
         importlib.invalidate_caches()
-        _loaded_digest[python_dir] = digest
+        _active_dir, _loaded_digest = python_dir, digest
+        return digest
+
+
+def _forget_modules(directory: Path) -> None:
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if file and Path(file).resolve().is_relative_to(directory):
+            del sys.modules[name]
 
 
 def _tree_digest(directory: Path) -> str:

@@ -1,0 +1,68 @@
+"""The python binding: trusted code only, sync and async functions, module changes picked up by a new build."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.errors import DefinitionsInvalid
+from gateway.invoke import invoke
+from support import catalog_for
+
+TOOL = """
+tools:
+  - {id: t, name: T, user_description: u, ai_description: a, binding: {python: "%s"}}
+"""
+
+
+@pytest.fixture
+def acme(tmp_path, monkeypatch):
+    """An installed-like package `acme_tools` outside the definitions directory."""
+    package = tmp_path / "site" / "acme_tools"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "text.py").write_text("async def shout(text: str) -> str:\n    return text.upper()\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    return package
+
+
+def test_package_outside_allowed_packages_is_refused_before_import(write_definitions, acme):
+    """A module outside <definitions>/python and allowed_packages is refused, and never imported."""
+    import sys
+
+    root = write_definitions({"t.yaml": TOOL % "acme_tools.text:shout"})
+    with pytest.raises(DefinitionsInvalid, match="module 'acme_tools.text' is not allowed"):
+        catalog_for(root)
+    assert "acme_tools.text" not in sys.modules
+
+
+async def test_allowed_package_async_function_is_awaited(write_definitions, acme):
+    """With its package allowed, an async function is derived, validated and awaited."""
+    root = write_definitions({"t.yaml": TOOL % "acme_tools.text:shout"})
+    catalog = catalog_for(root, allowed_packages=("acme_tools",))
+    assert catalog.get("t").input_schema["required"] == ["text"]
+    assert (await invoke(catalog, "t", {"text": "hi"})).value == "HI"
+
+
+def test_allowed_prefix_is_a_package_boundary(write_definitions, acme):
+    """Allowing `acme` does not allow `acme_tools`: packages match by dotted name, not by string prefix."""
+    root = write_definitions({"t.yaml": TOOL % "acme_tools.text:shout"})
+    with pytest.raises(DefinitionsInvalid, match="is not allowed"):
+        catalog_for(root, allowed_packages=("acme",))
+
+
+async def test_changed_local_module_is_reimported_by_the_next_build(write_definitions):
+    """Editing <definitions>/python/m.py changes what the next catalog runs; the old catalog keeps its function."""
+    root = write_definitions({"python/m.py": "def f() -> str:\n    return 'one'\n", "t.yaml": TOOL % "m:f"})
+    first = catalog_for(root)
+    (root / "python" / "m.py").write_text("def f() -> str:\n    return 'two'\n")
+    second = catalog_for(root)
+    assert (await invoke(first, "t")).value == "one"
+    assert (await invoke(second, "t")).value == "two"
+    assert first.version != second.version
+
+
+def test_local_module_shadowing_an_installed_one_is_refused(write_definitions):
+    """A python/json.py would be shadowed by the standard library: the build says to rename it."""
+    root = write_definitions({"python/json.py": "def f() -> str:\n    return ''\n", "t.yaml": TOOL % "json:f"})
+    with pytest.raises(DefinitionsInvalid, match="has the name of an installed module"):
+        catalog_for(root)

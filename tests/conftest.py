@@ -1,0 +1,36 @@
+"""Fixtures shared by every test package: example definitions and building catalogs from YAML text."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from support import EXAMPLES
+
+
+@pytest.fixture
+def examples_dir(tmp_path: Path) -> Path:
+    """A private copy of the shipped tool-definitions, safe to edit."""
+    target = tmp_path / "tool-definitions"
+    shutil.copytree(EXAMPLES, target, ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
+@pytest.fixture
+def write_definitions(tmp_path: Path) -> Callable[..., Path]:
+    """Write files (name -> text, dedented) into a fresh definitions directory and return it."""
+
+    def write(files: dict[str, str], directory: str = "defs") -> Path:
+        root = tmp_path / directory
+        for name, text in files.items():
+            path = root / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+        root.mkdir(parents=True, exist_ok=True)
+        return root
+
+    return write

@@ -1,0 +1,49 @@
+"""Settings: defaults, a YAML file, the environment; API keys kept only as hashes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gateway.settings import SettingsInvalid, hash_key, load_settings
+
+
+def test_file_then_environment_then_overrides(tmp_path):
+    """The environment overrides the file, and explicit overrides (CLI flags) override both."""
+    path = tmp_path / "gateway.yaml"
+    path.write_text("port: 9000\ndefinitions: defs\nallowed_packages: [acme.tools]\n")
+    settings = load_settings(path, {"TOOL_GATEWAY_PORT": "9100"}, host="0.0.0.0")
+    assert (settings.port, settings.host) == (9100, "0.0.0.0")
+    assert settings.definitions == tmp_path / "defs"
+    assert settings.allowed_packages == ("acme.tools",)
+
+
+def test_api_keys_from_the_environment_are_hashed():
+    """A key given in clear in the environment is stored only as its SHA-256 and still found."""
+    settings = load_settings(None, {"TOOL_GATEWAY_API_KEY": "s3cret", "TOOL_GATEWAY_ADMIN_KEY": "adm1n"})
+    assert "s3cret" not in repr(settings) and "adm1n" not in repr(settings)
+    assert settings.find_key("s3cret").name == "env"
+    assert settings.find_key("adm1n").admin
+    assert settings.find_key("wrong") is None
+
+
+def test_api_keys_from_the_file_carry_toolsets(tmp_path):
+    """A settings-file key names its hash, its toolsets and whether it is an admin key."""
+    path = tmp_path / "gateway.yaml"
+    path.write_text(f"api_keys:\n  - {{name: app, sha256: {hash_key('k')}, toolsets: [math]}}\n")
+    key = load_settings(path, {}).find_key("k")
+    assert key.allows(("math",)) and not key.allows(("home",)) and not key.admin
+
+
+@pytest.mark.parametrize("text, message", [
+    ("port: many\n", "setting 'port': invalid value 'many'"),
+    ("api_keys: [{name: x}]\n", "needs 'name' and 'sha256'"),
+    ("- a\n", "expected a mapping of settings"),
+])
+def test_invalid_settings_say_what_is_wrong(tmp_path, text, message):
+    """Invalid settings raise SettingsInvalid naming the setting and the problem."""
+    path = Path(tmp_path / "gateway.yaml")
+    path.write_text(text)
+    with pytest.raises(SettingsInvalid, match=message):
+        load_settings(path, {})

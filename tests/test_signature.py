@@ -1,0 +1,108 @@
+"""Input schemas derived from Python signatures, and arguments coerced back to the annotated types."""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypedDict
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from gateway.context import CONTEXT_PARAMETERS
+from gateway.signature import SchemaDerivationError, coerce, schema_for_function, schema_for_type
+
+
+class Brightness(enum.Enum):
+    """How bright a light is."""
+
+    LOW = "low"
+    HIGH = "high"
+
+
+@dataclass
+class Light:
+    id: int
+    name: str
+    brightness: Brightness = Brightness.LOW
+
+
+class Filter(TypedDict, total=False):
+    name: str
+    limit: int
+
+
+def everything(
+    number: Annotated[float, "A number."],
+    count: int,
+    flag: bool,
+    mode: Literal["fast", "slow"],
+    brightness: Brightness,
+    light: Light,
+    tags: list[str],
+    scores: dict[str, float],
+    when: dt.datetime,
+    anything: Any,
+    maybe: int | None = None,
+    filters: Filter | None = None,
+    conversation_id: str | None = None,
+) -> None:
+    """A function touching every supported kind of hint."""
+
+
+def test_every_supported_hint_maps_to_a_valid_schema():
+    """Scalars, Literal, Enum, dataclass, TypedDict, list, dict, datetime, Any and optionals derive a schema."""
+    schema = schema_for_function(everything, CONTEXT_PARAMETERS)
+    Draft202012Validator.check_schema(schema)
+    props = schema["properties"]
+    assert props["number"] == {"type": "number", "description": "A number."}
+    assert props["mode"] == {"type": "string", "enum": ["fast", "slow"]}
+    assert props["brightness"] == {"type": "string", "enum": ["low", "high"], "description": "How bright a light is."}
+    assert props["light"]["required"] == ["id", "name"] and props["light"]["additionalProperties"] is False
+    assert props["tags"] == {"type": "array", "items": {"type": "string"}}
+    assert props["scores"] == {"type": "object", "additionalProperties": {"type": "number"}}
+    assert props["when"] == {"type": "string", "format": "date-time"}
+    assert props["anything"] == {}
+    assert props["maybe"] == {"type": ["integer", "null"], "default": None}
+    assert props["filters"]["anyOf"][0]["properties"] == {"name": {"type": "string"}, "limit": {"type": "integer"}}
+    assert schema["required"] == ["number", "count", "flag", "mode", "brightness", "light", "tags", "scores", "when",
+                                  "anything"]
+
+
+def test_context_parameters_are_hidden():
+    """Parameters named like context values are not offered to the LLM."""
+    assert "conversation_id" not in schema_for_function(everything, CONTEXT_PARAMETERS)["properties"]
+
+
+def test_annotated_mapping_adds_keywords_to_the_non_null_branch():
+    """Annotated[str | None, {"pattern": ...}] constrains the string, not the null."""
+    schema = schema_for_type(Annotated[str | None, "Color.", {"pattern": "^#"}])
+    assert schema == {"anyOf": [{"type": "string", "pattern": "^#"}, {"type": "null"}], "description": "Color."}
+
+
+@pytest.mark.parametrize("hint", [set[complex], dict[int, str], object.__class__])
+def test_unsupported_types_are_named(hint):
+    """A type with no JSON Schema equivalent raises an error naming it."""
+    with pytest.raises(SchemaDerivationError):
+        schema_for_type(hint)
+
+
+def test_untyped_parameter_is_refused():
+    """A parameter without a type hint cannot be described and says so."""
+
+    def f(x):  # noqa: ANN001
+        return x
+
+    with pytest.raises(SchemaDerivationError, match="parameter 'x' has no type hint"):
+        schema_for_function(f, ())
+
+
+def test_coerce_builds_rich_values():
+    """JSON values become Enum members, dataclasses, datetimes and tuples as annotated."""
+    light = coerce({"id": 1, "name": "lamp", "brightness": "high"}, Light)
+    assert light == Light(1, "lamp", Brightness.HIGH)
+    assert coerce("2026-01-01T10:00:00Z", dt.datetime) == dt.datetime(2026, 1, 1, 10, tzinfo=dt.timezone.utc)
+    assert coerce([1, 2], tuple[int, ...]) == (1, 2)
+    assert coerce(None, int | None) is None
+    assert coerce(3, float) == 3.0 and isinstance(coerce(3, float), float)
