@@ -18,6 +18,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from .bindings import BindingProblems, BuildEnv, Executor, builder
+from .buildcache import BuildCache
 from .definitions import Definitions, Scope, ToolDefinition
 from .errors import DefinitionsInvalid, Problem, UnknownTool
 from .schemas import compile_validator
@@ -105,31 +106,34 @@ class Catalog:
                 return self._memo[key]
 
 
-def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | None = None) -> Catalog:
+def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | None = None,
+                  cache: BuildCache | None = None) -> Catalog:
     """Resolve every binding and compile every schema, or raise ``DefinitionsInvalid`` with every problem.
 
     Tools that loaded cleanly are built even when others did not, so one run reports load and build problems
-    together.
+    together. A running gateway passes its ``cache`` so that a reload rebuilds only the tools whose inputs
+    changed; the version is a hash of content either way.
     """
     env = env or BuildEnv(settings=settings, root=definitions.root)
+    cache = cache or BuildCache()
     env.warnings = [p for p in definitions.problems if p.severity != "error"]
     problems: list[Problem] = [p for p in definitions.problems if p.severity == "error"]
     tools: dict[str, Tool] = {}
     version = hashlib.sha256(definitions.digest.encode())
     for definition in definitions.tools:
         try:
-            tool = _build_tool(definition, env)
+            tool = cache.tool(definition, env, _build_tool)
         except BindingProblems as exc:
             problems += exc.problems
             continue
         tools[tool.id] = tool
-        for path in ([tool.script] if tool.script else []):
-            version.update(path.read_bytes())
+        if tool.script:
+            version.update(cache.script_digest(tool).encode())
+    # Python modules are part of what the catalog serves: a change there is a new version.
+    version.update(cache.python_digest(env).encode())
+    cache.retain(tool.definition for tool in tools.values())
     if problems:
         raise DefinitionsInvalid(sorted(problems, key=lambda p: (p.file, p.line, p.column)))
-    # Python modules are part of what the catalog serves: a change there is a new version.
-    for path in sorted((definitions.root / "python").rglob("*.py")):
-        version.update(path.read_bytes())
     return Catalog(tools, version.hexdigest()[:16], definitions.root, settings, tuple(env.warnings))
 
 

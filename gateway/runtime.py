@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from .bindings import BuildEnv
+from .buildcache import BuildCache
 from .catalog import Catalog, build_catalog
 from .definitions import DefinitionsCache, load_definitions
 from .errors import DefinitionsInvalid, Problem
@@ -55,6 +56,7 @@ class Gateway:
         self.bridge: Any = None  # gateway.bridge.Bridge, set by the server when it starts
         self._http: httpx.AsyncClient | None = None
         self._cache = DefinitionsCache()
+        self._built = BuildCache()
         self._listeners: list[Listener] = []
         self._lock = asyncio.Lock()
         self.catalog = self._build()  # the first build must succeed: there is nothing older to serve
@@ -73,7 +75,8 @@ class Gateway:
     def _build(self) -> Catalog:
         env = BuildEnv(settings=self.settings, root=self.settings.definitions, http_client=self.http_client,
                        bridge=self)
-        return build_catalog(load_definitions(self.settings.definitions, self._cache), self.settings, env)
+        return build_catalog(load_definitions(self.settings.definitions, self._cache), self.settings, env,
+                             self._built)
 
     def on_change(self, listener: Listener) -> None:
         self._listeners.append(listener)

@@ -1,0 +1,144 @@
+"""What a rebuild reuses from the builds before it, so that changing one file among 10,000 tools costs little.
+
+Two caches, both answering by content so that a catalog stays a pure function of the files it was built from:
+
+- ``FileDigests``: the SHA-256 of a file, read again only when its stat signature (mtime, ctime, size, inode)
+  changed. A file changed within the last ``SETTLE_NS`` is always read again: file-system clocks tick coarsely
+  (a few milliseconds), so two same-sized writes in one tick would otherwise look like one (git's "racily
+  clean" entries).
+- ``BuildCache``: built ``Tool`` objects keyed by their definition (the loader returns the very same
+  ``ToolDefinition`` for a file whose path and bytes did not change) and by the content of whatever else the
+  build read: the ``python/`` modules for a python binding, the script for a browser binding. Warnings a build
+  reported are replayed when its tool is reused.
+
+A cache belongs to one running gateway (one settings, one definitions directory) and serves one build at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import Problem
+
+if TYPE_CHECKING:
+    from .bindings import BuildEnv
+    from .catalog import Tool
+    from .definitions import ToolDefinition
+
+SETTLE_NS = 2_000_000_000
+PYTHON_DIR = "python"
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    signature: tuple[int, int, int, int]
+    digest: str
+    settled: bool  # changed long enough ago that an unchanged signature proves unchanged bytes
+
+
+class FileDigests:
+    """Content digests of files, re-reading only the files whose stat signature changed."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, _Seen] = {}
+        self._touched: set[str] = set()
+
+    def digest(self, path: str | os.PathLike[str]) -> str:
+        """The file's SHA-256 (hex); raises ``OSError`` when it cannot be read."""
+        return self.read(path)[0]
+
+    def read(self, path: str | os.PathLike[str]) -> tuple[str, bytes | None]:
+        """The file's digest, and its bytes when they had to be read (None when the digest was known)."""
+        key = os.fspath(path)
+        self._touched.add(key)
+        # Stat before reading: a change after the stat shows in the next stat, so it is never missed.
+        stat = os.stat(key)
+        signature = (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino)
+        seen = self._seen.get(key)
+        if seen is not None and seen.settled and seen.signature == signature:
+            return seen.digest, None
+        with open(key, "rb") as file:
+            data = file.read()
+        digest = hashlib.sha256(data).hexdigest()
+        settled = time.time_ns() - max(stat.st_mtime_ns, stat.st_ctime_ns) > SETTLE_NS
+        self._seen[key] = _Seen(signature, digest, settled)
+        return digest, data
+
+    def sweep(self) -> None:
+        """Forget every file not asked about since the last sweep (call once per build)."""
+        self._seen = {key: seen for key, seen in self._seen.items() if key in self._touched}
+        self._touched = set()
+
+    def tree(self, directory: Path, pattern: str) -> str:
+        """One digest of every file matching ``pattern`` below ``directory``, by relative path and content."""
+        sha = hashlib.sha256()
+        for path in sorted(directory.rglob(pattern)) if directory.is_dir() else ():
+            try:
+                digest = self.digest(path)
+            except OSError:  # deleted while listing: the watcher reports it and the next build settles it
+                continue
+            sha.update(f"{path.relative_to(directory).as_posix()}\0{digest}\0".encode())
+        return sha.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class _Built:
+    tool: Tool
+    python: str | None  # digest of python/ it was built against, for a python binding
+    script: tuple[str, str] | None  # (resolved path, digest) of its browser script
+    warnings: tuple[Problem, ...]
+
+
+class BuildCache:
+    """Built tools and file digests kept between the builds of one gateway."""
+
+    def __init__(self) -> None:
+        self.files = FileDigests()
+        self._tools: dict[ToolDefinition, _Built] = {}  # ToolDefinition compares by identity
+
+    def python_digest(self, env: BuildEnv) -> str:
+        """Digest of ``<definitions>/python/*.py``, computed once per build."""
+        key = ("buildcache", "python-digest")
+        if key not in env.memo:
+            env.memo[key] = self.files.tree(env.root / PYTHON_DIR, "*.py")
+        return env.memo[key]
+
+    def tool(self, definition: ToolDefinition, env: BuildEnv,
+             build: Callable[[ToolDefinition, BuildEnv], Tool]) -> Tool:
+        """The tool built from ``definition``: reused when nothing it was built from changed, else ``build``."""
+        python = self.python_digest(env) if "python" in definition.binding else None
+        built = self._tools.get(definition)
+        if built is not None and built.python == python and self._script(built.tool, env) == built.script:
+            env.warnings.extend(built.warnings)
+            return built.tool
+        before = len(env.warnings)
+        tool = build(definition, env)  # raises BindingProblems; failures are not cached, they are retried
+        self._tools[definition] = _Built(tool, python, self._script(tool, env), tuple(env.warnings[before:]))
+        return tool
+
+    def script_digest(self, tool: Tool) -> str:
+        """Digest of the browser script of a tool this cache just returned, as its build (or reuse) saw it."""
+        state = self._tools[tool.definition].script
+        return state[1] if state else ""
+
+    def retain(self, definitions: Iterable[ToolDefinition]) -> None:
+        """Forget the tools of definitions that are gone and the files no longer read (once per build, at its end)."""
+        keep = set(definitions)
+        self._tools = {d: built for d, built in self._tools.items() if d in keep}
+        self.files.sweep()
+
+    def _script(self, tool: Tool, env: BuildEnv) -> tuple[str, str] | None:
+        if tool.script is None:
+            return None
+        declared = env.root / tool.definition.binding["browser"]["script"]
+        try:
+            # Where the script resolves now (a ConfigMap swap moves it) and what it holds now.
+            return os.path.realpath(declared), self.files.digest(tool.script)
+        except OSError:
+            return "", ""  # gone: never equal to a recorded state, so the tool is rebuilt and the loss reported
