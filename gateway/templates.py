@@ -1,0 +1,249 @@
+"""Jinja2 templates in definitions: sandboxed, compiled once, rendered with data that is never itself a template.
+
+A template sees only the names it is given — for a request ``args``, ``secrets`` and ``context`` — and what it
+reads from them is found statically when it is compiled, so a typo or a reference to an undeclared argument is
+a load-time problem, not a call-time surprise. Secrets must be named literally (``secrets.NAME``): a template
+can never pick an environment variable by an argument's value.
+
+    compile_value(value, names)      a YAML value (a string, or mappings and lists holding strings) → Compiled
+    compiled.render(scope)           the value with every template rendered; OMIT where nothing is left
+
+Rendering rules:
+
+- A string that is exactly one ``{{ expression }}`` keeps the expression's type: ``"{{ args.tags }}"`` is the
+  list itself, not ``"['a', 'b']"``. Any other string renders to a string.
+- A string depending on an argument that was not given renders to ``OMIT``, and mappings and lists drop it, so
+  an omitted optional argument removes its key instead of sending ``""``. ``{{ args.x | default(0) }}`` and
+  ``{% if args.x is defined %}`` choose otherwise.
+- Argument values are inserted as data: a value containing ``{{ ... }}`` is sent as those characters.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError, meta, nodes
+from jinja2.environment import Template as JinjaTemplate
+from jinja2.exceptions import SecurityError, TemplateError
+from jinja2.runtime import Undefined
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+Path = tuple[str | int, ...]
+REQUEST_NAMES = frozenset({"args", "secrets", "context"})
+CONTEXT_FIELDS = frozenset({"conversation_id", "user", "tool_call_id"})
+_MARKERS = ("{{", "{%", "{#")
+_SOLE_EXPRESSION = re.compile(r"^\{\{[-+]?(?P<expression>.*?)[-+]?\}\}$", re.DOTALL)
+
+
+class _Omitted:
+    def __repr__(self) -> str:
+        return "OMIT"
+
+
+OMIT: Any = _Omitted()
+
+
+class TemplateInvalid(Exception):
+    """Every problem found while compiling one value, each as (path inside the value, message)."""
+
+    def __init__(self, problems: list[tuple[Path, str]]):
+        self.problems = problems
+        super().__init__("; ".join(message for _, message in problems))
+
+
+class RenderError(Exception):
+    """A template failed while rendering (a type error in an expression, a sandbox violation)."""
+
+
+def environment(finalize: Callable[[Any], Any] | None = None) -> ImmutableSandboxedEnvironment:
+    """A sandboxed environment in which an undefined name is an error, never an empty string."""
+    return ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
+                                         finalize=finalize)
+
+
+DEFAULT_ENV = environment()
+
+
+@dataclass(frozen=True)
+class References:
+    """What a template reads: names of arguments, secrets and context fields, and names it uses whole."""
+
+    args: frozenset[str] = frozenset()
+    secrets: frozenset[str] = frozenset()
+    context: frozenset[str] = frozenset()
+    whole: frozenset[str] = frozenset()  # e.g. ``{{ args | tojson }}``
+
+
+@dataclass(frozen=True)
+class Template:
+    """One string from a definition. Constant strings are kept as they are and never go through Jinja."""
+
+    path: Path
+    source: str
+    references: References
+    _template: JinjaTemplate | None = None
+    _expression: Callable[..., Any] | None = None
+
+    def render(self, scope: Mapping[str, Any]) -> Any:
+        """The rendered value, or ``OMIT`` when it depends on something the scope does not hold."""
+        try:
+            if self._expression is not None:
+                value = self._expression(**scope)
+                return OMIT if isinstance(value, Undefined) else value
+            if self._template is not None:
+                return self._template.render(scope)
+        except UndefinedError:
+            return OMIT
+        except (SecurityError, TemplateError, ArithmeticError, TypeError, ValueError, LookupError) as exc:
+            raise RenderError(f"{type(exc).__name__}: {exc}") from None
+        return self.source
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A compiled YAML value: its shape, with a ``Template`` at every string."""
+
+    tree: Any
+
+    def templates(self) -> Iterator[Template]:
+        yield from _templates(self.tree)
+
+    @property
+    def references(self) -> References:
+        return merge(t.references for t in self.templates())
+
+    def render(self, scope: Mapping[str, Any]) -> Any:
+        return _render(self.tree, scope)
+
+
+def compile_value(value: Any, names: Collection[str] = REQUEST_NAMES, *,
+                  env: ImmutableSandboxedEnvironment = DEFAULT_ENV, typed: bool = True) -> Compiled:
+    """Compile every string in ``value``; raise ``TemplateInvalid`` with every problem found.
+
+    ``typed`` lets a string that is one ``{{ expression }}`` keep the expression's type (for JSON bodies and
+    parameters); without it every template renders to text (for a URL path).
+    """
+    problems: list[tuple[Path, str]] = []
+    tree = _compile(value, (), names, env, typed, problems)
+    if problems:
+        raise TemplateInvalid(problems)
+    return Compiled(tree)
+
+
+def compile_template(source: str, names: Collection[str] = REQUEST_NAMES, *,
+                     env: ImmutableSandboxedEnvironment = DEFAULT_ENV, typed: bool = False) -> Template:
+    """Compile one string (a URL path, a body text, a provider's API key); raise ``TemplateInvalid``."""
+    return compile_value(source, names, env=env, typed=typed).tree
+
+
+def merge(references: Iterator[References] | list[References]) -> References:
+    args, secrets, context, whole = set(), set(), set(), set()
+    for r in references:
+        args |= r.args
+        secrets |= r.secrets
+        context |= r.context
+        whole |= r.whole
+    return References(frozenset(args), frozenset(secrets), frozenset(context), frozenset(whole))
+
+
+def _compile(value: Any, path: Path, names: Collection[str], env: ImmutableSandboxedEnvironment, typed: bool,
+             problems: list[tuple[Path, str]]) -> Any:
+    if isinstance(value, dict):
+        return {key: _compile(item, (*path, key), names, env, typed, problems) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_compile(item, (*path, i), names, env, typed, problems) for i, item in enumerate(value)]
+    if not isinstance(value, str):
+        return value
+    if not any(marker in value for marker in _MARKERS):
+        return Template(path, value, References())
+    try:
+        tree = env.parse(value)
+    except TemplateSyntaxError as exc:
+        where = f" (line {exc.lineno} of the template)" if "\n" in value.strip() else ""
+        problems.append((path, f"template syntax error{where}: {exc.message}"))
+        return None
+    references, found = _references(tree, names)
+    if found:
+        problems += [(path, message) for message in found]
+        return None
+    expression = _sole_expression(value, tree) if typed else None
+    if expression is not None:
+        return Template(path, value, references, _expression=env.compile_expression(expression,
+                                                                                    undefined_to_none=False))
+    return Template(path, value, references, _template=env.from_string(tree))
+
+
+def _sole_expression(source: str, tree: nodes.Template) -> str | None:
+    """The expression of a string that is exactly ``{{ expression }}``, else None."""
+    match = _SOLE_EXPRESSION.match(source)
+    body = tree.body
+    if match is None or len(body) != 1 or not isinstance(body[0], nodes.Output) or len(body[0].nodes) != 1:
+        return None
+    if isinstance(body[0].nodes[0], nodes.TemplateData):
+        return None
+    return match["expression"]
+
+
+def _references(tree: nodes.Template, names: Collection[str]) -> tuple[References, list[str]]:
+    problems = []
+    unknown = sorted(meta.find_undeclared_variables(tree) - set(names))
+    if unknown:
+        allowed = ", ".join(sorted(names))
+        problems.append(f"unknown name(s) {', '.join(repr(n) for n in unknown)} in template (it may use: {allowed})")
+    found: dict[str, set[str]] = {"args": set(), "secrets": set(), "context": set()}
+    whole: set[str] = set()
+
+    def visit(node: nodes.Node) -> None:
+        target = node.node if isinstance(node, (nodes.Getattr, nodes.Getitem)) else None
+        if isinstance(target, nodes.Name) and target.name in found:
+            key = node.attr if isinstance(node, nodes.Getattr) else _constant(node.arg)
+            if isinstance(key, str):
+                found[target.name].add(key)
+                return
+            if target.name == "secrets":
+                problems.append("secrets must be named literally (secrets.NAME), not chosen by an expression")
+                return
+        if isinstance(node, nodes.Name) and node.ctx == "load" and node.name in found:
+            if node.name == "secrets":
+                problems.append("secrets must be named literally (secrets.NAME), not used as a whole")
+            whole.add(node.name)
+        for child in node.iter_child_nodes():
+            visit(child)
+
+    visit(tree)
+    unknown_context = sorted(found["context"] - CONTEXT_FIELDS)
+    if unknown_context:
+        problems.append(f"unknown context field(s) {', '.join(unknown_context)} "
+                        f"(known: {', '.join(sorted(CONTEXT_FIELDS))})")
+    references = References(frozenset(found["args"]), frozenset(found["secrets"]), frozenset(found["context"]),
+                            frozenset(whole))
+    return references, problems
+
+
+def _constant(node: nodes.Node) -> Any:
+    return node.value if isinstance(node, nodes.Const) else None
+
+
+def _templates(tree: Any) -> Iterator[Template]:
+    if isinstance(tree, Template):
+        yield tree
+    elif isinstance(tree, dict):
+        for item in tree.values():
+            yield from _templates(item)
+    elif isinstance(tree, list):
+        for item in tree:
+            yield from _templates(item)
+
+
+def _render(tree: Any, scope: Mapping[str, Any]) -> Any:
+    if isinstance(tree, Template):
+        return tree.render(scope)
+    if isinstance(tree, dict):
+        rendered = ((key, _render(item, scope)) for key, item in tree.items())
+        return {key: value for key, value in rendered if value is not OMIT}
+    if isinstance(tree, list):
+        return [value for value in (_render(item, scope) for item in tree) if value is not OMIT]
+    return tree

@@ -1,0 +1,137 @@
+"""Talking to upstream HTTP services: the client, capped reads, and httpx's exceptions in words an LLM can use.
+
+httpx's exceptions are translated once, here (``describe``), and ``tests/bindings/test_http_errors.py`` walks
+httpx's module to prove that every exception class it defines has its own message — a new httpx release with
+a new class fails that test instead of surfacing as "internal error".
+
+    httpx.HTTPError
+    ├── RequestError ── TransportError ── TimeoutException (Connect/Read/Write/PoolTimeout)
+    │                 │                 ├── NetworkError (Connect/Read/Write/CloseError)
+    │                 │                 ├── ProtocolError (Local/RemoteProtocolError)
+    │                 │                 └── ProxyError, UnsupportedProtocol
+    │                 ├── DecodingError
+    │                 └── TooManyRedirects
+    └── HTTPStatusError
+    InvalidURL, CookieConflict, StreamError (StreamConsumed, StreamClosed, ResponseNotRead, RequestNotRead)
+"""
+
+from __future__ import annotations
+
+import socket
+from http.cookiejar import CookieJar, CookiePolicy
+from typing import Any
+
+import httpx
+
+UPSTREAM_EXCEPTIONS: tuple[type[Exception], ...] = (httpx.HTTPError, httpx.InvalidURL, httpx.CookieConflict,
+                                                    httpx.StreamError)
+_RETRY_HINT = "; retrying later may help"
+
+# Every exception class httpx defines -> what it means for the call, for the LLM (and the person reading traces).
+MESSAGES: dict[type[Exception], str] = {
+    httpx.HTTPError: "the HTTP request failed ({detail})",
+    httpx.RequestError: "the HTTP request failed ({detail})",
+    httpx.TransportError: "the connection to {host} failed ({detail})",
+    httpx.TimeoutException: "{host} did not answer in time" + _RETRY_HINT,
+    httpx.ConnectTimeout: "connecting to {host} timed out: the service may be down or unreachable" + _RETRY_HINT,
+    httpx.ReadTimeout: "{host} took the request but did not answer within {timeout}" + _RETRY_HINT,
+    httpx.WriteTimeout: "sending the request to {host} timed out" + _RETRY_HINT,
+    httpx.PoolTimeout: "no connection to {host} became free in time: too many calls are in flight" + _RETRY_HINT,
+    httpx.NetworkError: "network error talking to {host} ({detail})" + _RETRY_HINT,
+    httpx.ConnectError: "could not connect to {host} ({detail})" + _RETRY_HINT,
+    httpx.ReadError: "the connection to {host} broke while reading the answer ({detail})" + _RETRY_HINT,
+    httpx.WriteError: "the connection to {host} broke while sending the request ({detail})" + _RETRY_HINT,
+    httpx.CloseError: "closing the connection to {host} failed ({detail})",
+    httpx.ProtocolError: "HTTP protocol error with {host} ({detail})",
+    httpx.LocalProtocolError: "the request could not be sent as valid HTTP ({detail})",
+    httpx.RemoteProtocolError: "{host} answered with invalid HTTP or closed the connection early ({detail})",
+    httpx.ProxyError: "the HTTP proxy could not reach {host} ({detail})",
+    httpx.UnsupportedProtocol: "the URL's scheme is not supported ({detail})",
+    httpx.DecodingError: "the answer from {host} could not be decoded, e.g. broken compression ({detail})",
+    httpx.TooManyRedirects: "{host} redirected too many times",
+    httpx.HTTPStatusError: "{host} answered with an error status ({detail})",
+    httpx.InvalidURL: "the request URL is invalid ({detail})",
+    httpx.CookieConflict: "conflicting cookies ({detail})",
+    httpx.StreamError: "the answer's stream was misused by the gateway ({detail})",
+    httpx.StreamConsumed: "the request body was already sent and cannot be sent again",
+    httpx.StreamClosed: "the answer's stream was closed before it was read",
+    httpx.ResponseNotRead: "the answer was used before it was read",
+    httpx.RequestNotRead: "the request body was used before it was read",
+}
+# Worth another attempt: the request may not have reached the service, or the service may recover.
+TRANSIENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+
+
+class _NoCookies(CookiePolicy):
+    """Accepts and returns no cookie: a client shared by every user must not carry one user's session."""
+
+    netscape = True
+    rfc2965 = False
+    hide_cookie2 = False
+
+    def set_ok(self, cookie: Any, request: Any) -> bool:
+        return False
+
+    def return_ok(self, cookie: Any, request: Any) -> bool:
+        return False
+
+    def domain_return_ok(self, domain: str, request: Any) -> bool:
+        return False
+
+    def path_return_ok(self, path: str, request: Any) -> bool:
+        return False
+
+
+def new_client(**options: Any) -> httpx.AsyncClient:
+    """An ``AsyncClient`` for upstream calls: it follows no redirect by itself and keeps no cookie."""
+    return httpx.AsyncClient(follow_redirects=False, cookies=CookieJar(policy=_NoCookies()), **options)
+
+
+def describe(exc: Exception, url: httpx.URL, timeout_s: float | None = None) -> str:
+    """What ``exc`` (an httpx exception) means for a call to ``url``, without the URL's query string."""
+    host = f"{url.host}:{url.port or (443 if url.scheme == 'https' else 80)}"
+    if isinstance(exc, httpx.ConnectError):
+        cause = _root_cause(exc)
+        if isinstance(cause, socket.gaierror):
+            return f"the host name '{url.host}' could not be resolved (DNS lookup failed: {cause.strerror})"
+        if isinstance(cause, ConnectionRefusedError):
+            return f"{host} refused the connection: the service is not running or not listening there" + _RETRY_HINT
+    message = next(MESSAGES[cls] for cls in type(exc).__mro__ if cls in MESSAGES)
+    timeout = f"{timeout_s:g} s" if timeout_s is not None else "the time allowed"
+    return message.format(host=host, detail=str(exc) or type(exc).__name__, timeout=timeout)
+
+
+def _root_cause(exc: BaseException) -> BaseException | None:
+    """The first gaierror or ConnectionRefusedError down the chain (httpx → httpcore → OSError), else None."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, (socket.gaierror, ConnectionRefusedError)):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+class TooLarge(Exception):
+    def __init__(self, limit: int):
+        self.limit = limit
+        super().__init__(f"larger than {limit} bytes")
+
+
+async def read_capped(response: httpx.Response, limit: int, *, strict: bool = True) -> bytes:
+    """The (decoded) body, reading no more than ``limit`` bytes: past it, ``TooLarge`` or, if not ``strict``,
+    the first ``limit`` bytes."""
+    declared = response.headers.get("content-length", "")
+    if strict and declared.isdigit() and int(declared) > limit and "content-encoding" not in response.headers:
+        raise TooLarge(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            if strict:
+                raise TooLarge(limit)
+            break
+    return b"".join(chunks)[:limit]
