@@ -59,6 +59,8 @@ class Gateway:
         self._built = BuildCache()
         self._listeners: list[Listener] = []
         self._lock = asyncio.Lock()
+        self._notify_lock = asyncio.Lock()
+        self._next: asyncio.Future[ReloadOutcome] | None = None
         self.catalog = self._build()  # the first build must succeed: there is nothing older to serve
         self.last_reload = ReloadOutcome(True, True, self.catalog.version, warnings=self.catalog.warnings)
 
@@ -82,32 +84,60 @@ class Gateway:
         self._listeners.append(listener)
 
     async def reload(self) -> ReloadOutcome:
-        """Rebuild from disk; swap only on success and only if the content changed."""
-        async with self._lock:  # one build at a time; a burst of triggers queues here
+        """Rebuild from disk; swap only on success and only if the content changed.
+
+        One build runs at a time. Callers that ask while one runs share the next build, which starts when the
+        running one ends: each outcome comes from a build that read the files after its caller asked, and a
+        burst of triggers costs two builds, not one each. A caller that gives up (cancelled) stops no build.
+        """
+        if self._next is None:
+            self._next = asyncio.ensure_future(self._reload())
+        return await asyncio.shield(self._next)
+
+    async def _reload(self) -> ReloadOutcome:
+        async with self._lock:
+            self._next = None  # a trigger from now on may follow a write this build has already missed
             started = time.perf_counter()
             try:
                 # Building imports modules and reads files: keep it off the event loop.
                 catalog = await asyncio.to_thread(self._build)
             except DefinitionsInvalid as exc:
-                outcome = ReloadOutcome(False, False, self.catalog.version, exc.problems,
-                                        duration_s=time.perf_counter() - started)
-                for problem in exc.problems:
-                    log.error("reload failed: %s", problem)
-                self.last_reload = outcome
-                return outcome
+                return self._failed(exc.problems, started)
+            except Exception as exc:  # a bug or an OS error mid-build: the last good catalog keeps serving
+                log.debug("reload crashed", exc_info=True)
+                where = str(self.settings.definitions)
+                return self._failed((Problem(where, 1, 1, f"reload failed: {type(exc).__name__}: {exc}"),), started)
             changed = catalog.version != self.catalog.version
             if changed:
                 self.catalog = catalog
+            if not self.last_reload.ok:
+                log.info("reload ok: the problem(s) of the previous reload are gone")
             outcome = ReloadOutcome(True, changed, self.catalog.version, warnings=catalog.warnings,
                                     duration_s=time.perf_counter() - started)
             self.last_reload = outcome
-        if changed:
+            if not changed:
+                return outcome
+            # Taken before the build lock is let go, so listeners hear of catalogs in the order they were served.
+            await self._notify_lock.acquire()
+        try:
             log.info("catalog %s now serves %d tool(s)", catalog.version, len(catalog.tools))
             for listener in list(self._listeners):
                 try:
                     await listener(catalog)
                 except Exception:  # a listener's failure must not undo or hide a good reload
                     log.exception("catalog change listener failed")
+        finally:
+            self._notify_lock.release()
+        return outcome
+
+    def _failed(self, problems: tuple[Problem, ...], started: float) -> ReloadOutcome:
+        if not self.last_reload.ok and self.last_reload.problems == problems:
+            log.warning("reload failed again with the same %d problem(s)", len(problems))
+        else:
+            for problem in problems:
+                log.error("reload failed: %s", problem)
+        outcome = ReloadOutcome(False, False, self.catalog.version, problems, duration_s=time.perf_counter() - started)
+        self.last_reload = outcome
         return outcome
 
     async def execute(self, session: str, tool_id: str, arguments: dict[str, Any], context: Any) -> Any:

@@ -1,0 +1,156 @@
+"""Hot reload: rebuild the catalog when the definitions change on disk, or on ``SIGHUP``.
+
+``reloading(gateway)`` is a service for the app's lifespan. While it runs:
+
+- ``watchfiles`` watches the real definitions directory (YAML, ``python/`` modules, browser scripts; caches and
+  editor swap files are ignored) and, without recursion, the directory holding the definitions path, so that
+  swapping a symlinked definitions path, or deleting and recreating the directory, is seen too. A Kubernetes
+  ConfigMap update (new ``..<timestamp>`` directory, ``..data`` link renamed over) happens inside the watched
+  directory and needs nothing more.
+- a burst of writes becomes one change: ``watchfiles`` waits until no new event arrived for ``STEP_MS``
+  (a save is a handful of events within microseconds, a ``git checkout`` or ConfigMap swap within a few
+  milliseconds), and never groups for longer than ``DEBOUNCE_MS``.
+- ``SIGHUP`` asks for a rebuild too (when the event loop runs in the main thread, as under ``serve``).
+
+Every trigger sets one flag; a single task rebuilds while it is set, so one rebuild runs at a time and the
+triggers that arrive during a rebuild cost one more rebuild, not one each. What a rebuild means — all or nothing,
+swap on content change only, problems on ``/status`` and in the log, listeners told — is ``Gateway.reload``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from watchfiles import Change, DefaultFilter, awatch
+
+from .runtime import Gateway
+
+log = logging.getLogger("gateway.reload")
+
+STEP_MS = 30
+DEBOUNCE_MS = 1_600
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Where the definitions path leads now: a change here means watching a different directory."""
+
+    real: str | None  # None while the path does not exist
+    inode: int | None
+
+    @classmethod
+    def of(cls, root: Path) -> _Place:
+        try:
+            return cls(os.path.realpath(root), os.stat(root).st_ino) if root.is_dir() else cls(None, None)
+        except OSError:
+            return cls(None, None)
+
+
+class Reloader:
+    """Rebuilds ``gateway``'s catalog on each trigger: file changes (when ``watch``), ``SIGHUP``, ``trigger()``."""
+
+    def __init__(self, gateway: Gateway, *, watch: bool = True, poll: bool = False, step_ms: int = STEP_MS,
+                 debounce_ms: int = DEBOUNCE_MS):
+        self.gateway = gateway
+        self.watch = watch
+        self.poll = poll
+        self.step_ms = step_ms
+        self.debounce_ms = debounce_ms
+        self.root = Path(os.path.abspath(gateway.settings.definitions))
+        self._wanted = asyncio.Event()
+        self._place = _Place(None, None)
+        self._directory_watch: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._sighup = False
+
+    def trigger(self) -> None:
+        """Ask for a rebuild (safe to call from the event loop's thread only, as signal handlers there are)."""
+        self._wanted.set()
+
+    async def start(self) -> None:
+        self._tasks.append(asyncio.create_task(self._rebuild_forever(), name="gateway-reload"))
+        if self.watch:
+            self._follow_root()
+            parent = self.root.parent
+            self._tasks.append(asyncio.create_task(
+                self._watch(parent, recursive=False, accept=lambda path: Path(path).name == self.root.name),
+                name="gateway-watch-parent"))
+            log.info("watching %s for changes%s", self.root, " (polling)" if self.poll else "")
+        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):  # not the main thread: no signals
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.trigger)
+            self._sighup = True
+
+    async def stop(self) -> None:
+        if self._sighup:
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
+            self._sighup = False
+        tasks = [*self._tasks, *([self._directory_watch] if self._directory_watch else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._tasks, self._directory_watch = [], None
+
+    async def _rebuild_forever(self) -> None:
+        while True:
+            await self._wanted.wait()
+            self._wanted.clear()
+            try:
+                await self.gateway.reload()  # logs and records its own outcome
+            except Exception:  # the reload loop must outlive any single failure
+                log.exception("reload failed unexpectedly")
+            if self.watch:
+                self._follow_root()
+
+    def _follow_root(self) -> None:
+        """(Re)start the recursive watch when the definitions path leads to a different directory than before."""
+        place = _Place.of(self.root)
+        if place == self._place and (self._directory_watch is None or not self._directory_watch.done()):
+            return
+        if self._directory_watch is not None:
+            self._directory_watch.cancel()
+            self._directory_watch = None
+        self._place = place
+        if place.real is not None:
+            ignored = DefaultFilter()
+            self._directory_watch = asyncio.create_task(
+                self._watch(Path(place.real), recursive=True, accept=lambda path: ignored(Change.modified, path)),
+                name="gateway-watch-definitions")
+
+    async def _watch(self, path: Path, *, recursive: bool, accept: Callable[[str], bool],
+                     poll: bool | None = None) -> None:
+        poll = self.poll if poll is None else poll
+        # awatch sets up its watch before it first waits; this callback runs after that, so one rebuild covers
+        # whatever changed before the watch began (since the last build, or while the watch was moved).
+        asyncio.get_running_loop().call_soon(self._wanted.set)
+        try:
+            async for changes in awatch(path, watch_filter=lambda _change, changed: accept(changed),
+                                        debounce=self.debounce_ms, step=self.step_ms, recursive=recursive,
+                                        force_polling=poll, ignore_permission_denied=True):
+                log.debug("%d change(s) below %s", len(changes), path)
+                self._wanted.set()
+        except FileNotFoundError:  # gone before the watch began; the parent's watch sees it come back
+            self._wanted.set()
+        except OSError as exc:  # out of inotify watches, or a file system without notifications
+            if poll:
+                log.error("cannot watch %s: %s; reload with SIGHUP or POST /admin/reload", path, exc)
+                return
+            log.warning("cannot watch %s for notifications (%s): polling it instead", path, exc)
+            await self._watch(path, recursive=recursive, accept=accept, poll=True)
+
+
+@contextlib.asynccontextmanager
+async def reloading(gateway: Gateway) -> AsyncIterator[Reloader]:
+    """The reload service for the app's lifespan: watches unless ``settings.reload`` is off; SIGHUP always."""
+    reloader = Reloader(gateway, watch=gateway.settings.reload, poll=gateway.settings.reload_poll)
+    await reloader.start()
+    try:
+        yield reloader
+    finally:
+        await reloader.stop()
