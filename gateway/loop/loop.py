@@ -1,0 +1,377 @@
+"""The tool loop: ask the model, run the tools it calls, send back the results, until it answers in text.
+
+One ``Turn`` per request, on the catalog snapshot the request started with::
+
+    accept the caller's results for calls handed to it (normalised like server results)
+    while the model calls tools and fewer than chat.max_round_trips rounds have run in this turn:
+        answer each call, in call order:
+          unknown name / call limit reached / arguments not JSON   → an error result the model can read
+          a client tool (scope client, or all with gateway.side client), a caller's own function → hand back
+          a server tool                                            → gateway.invoke, concurrently (bounded)
+        if anything is handed back: stop; the caller runs it and returns with the results
+        if every call was a return_direct tool that succeeded: its result is the answer
+    at the cap: one last call with tools forbidden, so the user still gets an answer
+
+A "turn" starts at the latest user message, so the round cap and per-tool ``max_calls`` hold across the
+requests of a turn that hands tools back and forth. A forced ``tool_choice`` (``required`` or one function)
+applies to the first round only; kept for every round it would loop until the cap.
+
+The loop yields events, so the same code serves a JSON response and an SSE stream: ``TextDelta`` as the
+model writes, ``Executed`` after each round of tool calls, ``Finished`` last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import difflib
+import json
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from ..catalog import Catalog
+from ..context import CallContext
+from ..errors import ArgumentsInvalid, BadRequest, GatewayError, ToolError
+from ..formats import restore_arguments
+from ..invoke import ToolResult, error_result, invoke, normalise, parse_arguments, validate_arguments
+from .config import LoopConfig
+from .handoff import Handoffs, last_user_index
+from .offer import MayUse, Offer, Offered, choose_tools
+from .providers import HttpProvider, ModelReply, ModelRequest, ToolCall, make_provider
+from .providers.base import Sleep, new_call_id, text_of
+from .request import ChatRequest
+from .trace import ToolExecution
+
+PARAGRAPH = "\n\n"  # between the texts of successive rounds
+
+
+class ChatUnavailable(GatewayError):
+    status = 503
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class Executed:
+    executions: tuple[ToolExecution, ...]
+
+
+@dataclass(frozen=True)
+class Finished:
+    content: str
+    tool_calls: tuple[ToolCall, ...]  # calls handed back to the caller
+    finish_reason: str
+    model: str
+    usage: Mapping[str, int] | None
+    trace: tuple[ToolExecution, ...]
+
+
+Event = TextDelta | Executed | Finished
+
+
+class ChatLoop:
+    """The configured providers and the loop that runs chat turns with them."""
+
+    def __init__(self, config: LoopConfig, http_client: Callable[[], httpx.AsyncClient], *,
+                 sleep: Sleep = asyncio.sleep, handoffs: Handoffs | None = None):
+        self.config = config
+        self.providers = {name: make_provider(c, http_client, sleep=sleep) for name, c in config.providers.items()}
+        self.handoffs = handoffs or Handoffs()
+
+    def provider_for(self, model: str | None) -> tuple[HttpProvider, str]:
+        """``model`` is a provider name, ``<provider>/<model>``, or empty for the default provider."""
+        if not self.providers:
+            raise ChatUnavailable("No LLM provider is configured: add 'providers' (and 'chat') to the settings.")
+        name, _, override = (model or "").partition("/")
+        if not name:
+            name = self.config.default_provider or ""
+            if not name:
+                raise BadRequest(f"Name a provider as 'model' (one of: {', '.join(self.providers)}).")
+        provider = self.providers.get(name)
+        if provider is None:
+            raise BadRequest(f"Unknown model {model!r}: use a provider name ({', '.join(self.providers)}) or "
+                             "'<provider>/<model>'.")
+        return provider, override or provider.config.model
+
+    def turn(self, catalog: Catalog, request: ChatRequest, caller: MayUse | None = None,
+             caller_name: str | None = None) -> Turn:
+        """Prepare one request of a turn: everything that can be refused (``BadRequest``) is refused here."""
+        return Turn(self, catalog, request, caller, caller_name)
+
+    async def complete(self, catalog: Catalog, request: ChatRequest, caller: MayUse | None = None,
+                       caller_name: str | None = None) -> Finished:
+        """Run one request and return only its outcome."""
+        finished = None
+        async for event in self.turn(catalog, request, caller, caller_name).run():
+            if isinstance(event, Finished):
+                finished = event
+        assert finished is not None
+        return finished
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """A call the gateway answers itself: run on the server, or refused with an error result."""
+
+    call: ToolCall
+    arguments: Any
+    offered: Offered | None = None  # set when the tool is to run
+    refusal: str | None = None
+
+
+@dataclass(frozen=True)
+class _HandBack:
+    call: ToolCall
+
+
+class Turn:
+    def __init__(self, loop: ChatLoop, catalog: Catalog, request: ChatRequest, caller: MayUse | None,
+                 caller_name: str | None):
+        self.loop = loop
+        self.catalog = catalog
+        self.request = request
+        self.provider, self.model = loop.provider_for(request.model)
+        self.offer: Offer = choose_tools(catalog, request, loop.config.chat, self.provider.tool_format,
+                                         self.provider.declare_caller_tool, caller)
+        self.principal = (caller_name, request.user, request.conversation_id)
+        self.messages = loop.handoffs.expand(self.principal, request.messages)
+        self.trace: list[ToolExecution] = []
+        self.texts: list[str] = []
+        self.usage: Counter[str] = Counter()
+        start = last_user_index(self.messages) + 1
+        earlier = [m for m in self.messages[start:] if m.get("role") == "assistant" and m.get("tool_calls")]
+        self.rounds = len(earlier)
+        self.calls = Counter(c["function"]["name"] for m in earlier for c in m["tool_calls"])
+        self.received = self.accept_results()
+        self.base = len(self.messages)  # from here on, messages are the gateway's own
+
+    async def run(self) -> AsyncIterator[Event]:
+        """The events of this request; the last is ``Finished``."""
+        if self.received:
+            yield Executed(tuple(self.received))
+        choice = self.request.tool_choice
+        while True:
+            final = self.rounds >= self.loop.config.chat.max_round_trips
+            reply = None
+            async for event in self.ask(final, choice):
+                if isinstance(event, ModelReply):
+                    reply = event
+                else:
+                    yield event
+            assert reply is not None
+            reply = _unique_ids(reply)
+            if not reply.tool_calls or final:
+                content = PARAGRAPH.join(self.texts)
+                if not content and reply.tool_calls:
+                    content = (f"(No answer: the model was still calling tools after {self.rounds} round(s), the "
+                               "gateway's limit.)")
+                yield self.finished(content, (), "stop" if reply.tool_calls else reply.finish_reason, reply.model)
+                return
+            self.rounds += 1
+            if choice == "required" or isinstance(choice, Mapping):
+                choice = None  # forced for the first round only
+            self.messages.append(reply.message())
+            plans = [self.plan(call) for call in reply.tool_calls]
+            results = await self.execute([p for p in plans if isinstance(p, _Answer)])
+            executions = [ToolExecution.of(p.call.id, p.arguments, results[p.call.id], self.rounds)
+                          for p in plans if isinstance(p, _Answer)]
+            self.trace += executions
+            if executions:
+                yield Executed(tuple(executions))
+            answers = [tool_message(p.call.id, results[p.call.id]) for p in plans if isinstance(p, _Answer)]
+            handed = tuple(p.call for p in plans if isinstance(p, _HandBack))
+            if handed:
+                yield self.hand_back(handed, answers, reply.model)
+                return
+            self.messages += answers
+            direct = [results[p.call.id] for p in plans if isinstance(p, _Answer)]
+            if all(p.offered and p.offered.tool.definition.return_direct for p in plans) \
+                    and not any(r.is_error for r in direct):
+                texts = [r.text for r in direct]
+                if self.request.stream:
+                    yield TextDelta((PARAGRAPH if self.texts else "") + PARAGRAPH.join(texts))
+                self.texts += texts
+                yield self.finished(PARAGRAPH.join(self.texts), (), "stop", reply.model)
+                return
+
+    async def ask(self, final: bool, choice: Any) -> AsyncIterator[TextDelta | ModelReply]:
+        """One call to the model; text deltas first when streaming, the reply last."""
+        # A tool at its call limit is no longer declared, except where the provider needs every tool of the
+        # history declared; a call to it is refused either way.
+        exhausted = set() if self.provider.keeps_tools_for_history else {
+            name for name, o in self.offer.tools.items()
+            if o.tool.definition.max_calls is not None and self.calls[name] >= o.tool.definition.max_calls}
+        tools = self.offer.declarations(exhausted)
+        if final:
+            # Tools stay declared only where the provider needs them to read the history; their use is forbidden.
+            tools, choice = (self.offer.declarations(), "none") if self.provider.keeps_tools_for_history else ([], None)
+        request = ModelRequest(self.model, self.messages, tools, choice if tools else None, self.request.params)
+        if not self.request.stream:
+            reply = await self.provider.complete(request)
+        else:
+            reply, started = None, False
+            async for item in self.provider.stream(request):
+                if isinstance(item, ModelReply):
+                    reply = item
+                    continue
+                if not started and self.texts:
+                    item = PARAGRAPH + item
+                started = True
+                yield TextDelta(item)
+        assert reply is not None
+        for key, value in (reply.usage or {}).items():
+            if isinstance(value, int):
+                self.usage[key] += value
+        if reply.content:
+            self.texts.append(reply.content)
+        yield reply
+
+    def plan(self, call: ToolCall) -> _Answer | _HandBack:
+        """What to do with one call: run it, hand it back, or answer it with an error."""
+        if call.name in self.offer.caller_tools:
+            return _HandBack(call)
+        offered = self.offer.tools.get(call.name)
+        if offered is None:
+            close = difflib.get_close_matches(call.name, self.offer.names, n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            return _Answer(call, call.arguments, refusal=(
+                f"Unknown tool '{call.name}'.{hint} Available tools: {', '.join(self.offer.names) or 'none'}."))
+        self.calls[call.name] += 1
+        limit = offered.tool.definition.max_calls
+        if limit is not None and self.calls[call.name] > limit:
+            return _Answer(call, call.arguments, refusal=(
+                f"Tool '{call.name}' may be called at most {limit} time(s) in one turn; it was not run. "
+                "Answer with the results you have."))
+        try:
+            arguments = json.loads(call.arguments) if call.arguments.strip() else {}
+        except ValueError as exc:
+            return _Answer(call, call.arguments, refusal=(
+                f"Invalid arguments for tool '{call.name}': not valid JSON ({exc}). "
+                "Send the arguments as one JSON object."))
+        if self.provider.tool_format == "openai-strict":
+            arguments = restore_arguments(offered.tool.input_schema, arguments)
+        if offered.side == "client":
+            try:  # checked here, so the caller only ever gets calls it can run
+                validate_arguments(offered.tool, parse_arguments(offered.tool, arguments))
+            except ArgumentsInvalid as exc:
+                return _Answer(call, arguments, refusal=str(exc))
+            return _HandBack(call)
+        return _Answer(call, arguments, offered)
+
+    async def execute(self, answers: list[_Answer]) -> dict[str, ToolResult]:
+        """Results by call id: refusals at once, tool runs concurrently, at most chat.max_parallel_tools at a time."""
+        limit = asyncio.Semaphore(self.loop.config.chat.max_parallel_tools)
+
+        async def one(answer: _Answer) -> ToolResult:
+            if answer.offered is None:
+                return error_result(answer.call.name, answer.refusal or "")
+            async with limit:
+                return await invoke(self.catalog, answer.offered.tool.id, answer.arguments, self.context(answer.call))
+
+        results = await asyncio.gather(*(one(a) for a in answers))
+        return {a.call.id: r for a, r in zip(answers, results)}
+
+    def context(self, call: ToolCall) -> CallContext:
+        return CallContext(conversation_id=self.request.conversation_id, user=self.request.user,
+                           tool_call_id=call.id, side="server", metadata=dict(self.request.metadata))
+
+    def accept_results(self) -> list[ToolExecution]:
+        """Take the caller's results for the calls of the last assistant message, when the request ends with them.
+
+        Results of gateway tools are normalised like server results (JSON, output schema, size cap); a call left
+        unanswered is answered with an error, so the model is never sent a call without a result.
+        """
+        index = next((i for i in range(len(self.messages) - 1, -1, -1) if self.messages[i].get("role") != "tool"), -1)
+        last = self.messages[index] if index >= 0 else {}
+        if index < last_user_index(self.messages) or last.get("role") != "assistant" or not last.get("tool_calls"):
+            return []
+        calls = {c["id"]: c for c in last["tool_calls"]}
+        given = {m["tool_call_id"]: m for m in self.messages[index + 1:]}
+        stray = sorted(set(given) - set(calls))
+        if stray:
+            raise BadRequest(f"messages: tool result(s) for {', '.join(stray)}, which the assistant message before "
+                             "them did not call.")
+        mine = {m["tool_call_id"] for m in _trailing_results(self.request.messages)}
+        received, tail = [], []
+        for call_id, call in calls.items():
+            message = given.get(call_id)
+            name = call["function"]["name"]
+            if message is None:
+                message = tool_message(call_id, error_result(name, "The caller returned no result for this call."))
+            elif call_id in mine:
+                message, execution = self.client_result(call, message)
+                received.append(execution)
+            tail.append(message)
+        self.messages[index + 1:] = tail
+        self.trace += received
+        return received
+
+    def client_result(self, call: Mapping[str, Any], message: Mapping[str, Any]) -> tuple[dict[str, Any], ToolExecution]:
+        name, text = call["function"]["name"], text_of(message.get("content"))
+        arguments = _parsed(call["function"].get("arguments"))
+        tool = self.catalog.tools.get(name)
+        if tool is None or "client" not in tool.executors:  # a caller's own function: its result is its business
+            result = ToolResult(name, bool(message.get("is_error")), text, text, side="client")
+        elif message.get("is_error"):
+            result = error_result(name, text, "client")
+        else:
+            try:
+                result = normalise(tool, _parsed(text), "client", self.catalog.settings.max_result_chars)
+            except ToolError as exc:
+                result = error_result(name, str(exc), "client")
+        return tool_message(call["id"], result), ToolExecution.of(call["id"], arguments, result, self.rounds,
+                                                                  timed=False)
+
+    def hand_back(self, calls: tuple[ToolCall, ...], answers: list[dict[str, Any]], model: str) -> Finished:
+        content = PARAGRAPH.join(self.texts)
+        visible = {"role": "assistant", "content": content or None, "tool_calls": [c.as_openai() for c in calls]}
+        self.loop.handoffs.remember(self.principal, [*self.request.messages, visible],
+                                    self.messages[self.base:] + answers)
+        return self.finished(content, calls, "tool_calls", model)
+
+    def finished(self, content: str, calls: tuple[ToolCall, ...], reason: str, model: str) -> Finished:
+        return Finished(content, calls, reason, model, dict(self.usage) or None, tuple(self.trace))
+
+
+def tool_message(call_id: str, result: ToolResult) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": result.text}
+    if result.is_error:
+        message["is_error"] = True  # kept for providers that mark errors (Anthropic); dropped for OpenAI
+    return message
+
+
+def _trailing_results(messages: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
+    results = []
+    for message in reversed(messages):
+        if message.get("role") != "tool":
+            break
+        results.append(message)
+    return results
+
+
+def _unique_ids(reply: ModelReply) -> ModelReply:
+    """The reply with an id of its own for every call (some servers repeat ids such as 'call_0')."""
+    seen: set[str] = set()
+    calls = []
+    for call in reply.tool_calls:
+        if not call.id or call.id in seen:
+            call = ToolCall(new_call_id(), call.name, call.arguments)
+        seen.add(call.id)
+        calls.append(call)
+    return dataclasses.replace(reply, tool_calls=tuple(calls))
+
+
+def _parsed(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

@@ -1,0 +1,126 @@
+"""Which tools a chat request offers the model, and where each of them runs.
+
+A gateway tool is offered when every one of these holds (LangChain4j's ToolProvider, made declarative):
+
+- it is in the request's toolsets / tags (``gateway.toolsets``/``tags``; default ``chat.toolsets``/``tags``);
+- it is in the allowlists: the settings' ``chat.tools`` and the request's ``gateway.tools``, where given;
+- the caller's API key may use it;
+- its ``offer`` rule, if any, holds for the latest user message: ``when_message_matches`` (a regular
+  expression, searched) or ``when_message_mentions`` (any of the words, as the start of a word, ignoring case);
+- it can be declared in the provider's format (a schema the format cannot express leaves it out).
+
+Scope decides the side: ``client`` tools, and ``all`` tools when the request asks ``gateway.side: client``, are
+handed back to the caller; the rest run in the gateway. Functions the caller declares in ``tools`` are always
+the caller's to run.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..catalog import Catalog, Tool
+from ..definitions import Scope
+from ..errors import BadRequest
+from ..formats import render_tools
+from .config import ChatConfig
+from .request import ChatRequest
+
+log = logging.getLogger("gateway.loop")
+
+
+class MayUse(Protocol):
+    def may_use(self, tool: Tool) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Offered:
+    tool: Tool
+    side: str  # "server" or "client"
+    declaration: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Offer:
+    tools: Mapping[str, Offered]  # by the name the model calls (the tool id)
+    caller_tools: Mapping[str, dict[str, Any]]  # declarations in the provider's format, by name
+
+    @property
+    def names(self) -> list[str]:
+        return [*self.tools, *self.caller_tools]
+
+    def declarations(self, exclude: set[str] = frozenset()) -> list[dict[str, Any]]:
+        return [o.declaration for name, o in self.tools.items() if name not in exclude] + \
+            [d for name, d in self.caller_tools.items() if name not in exclude]
+
+
+def choose_tools(catalog: Catalog, request: ChatRequest, chat: ChatConfig, tool_format: str,
+                 caller_tool: Any, caller: MayUse | None = None) -> Offer:
+    """The tools ``request`` offers; ``caller_tool`` turns a caller's OpenAI function into ``tool_format``."""
+    allowed = _allowlist(chat.tools, request.tools)
+    candidates = catalog.select(
+        toolsets=request.toolsets if request.toolsets is not None else chat.toolsets,
+        tags=request.tags if request.tags is not None else chat.tags,
+        ids=allowed,
+    )
+    message = request.latest_user_text
+    chosen = [t for t in candidates if (caller is None or caller.may_use(t)) and offered_for(catalog, t, message)]
+    rendered = {}
+    for tool in chosen:
+        one = render_tools([tool], tool_format, catalog=catalog)
+        if one.tools:
+            rendered[tool.id] = Offered(tool, _side(tool, request.client_side), one.tools[0])
+        else:
+            log.debug("not offering %s: %s", tool.id, "; ".join(one.diagnostics))
+    caller_tools = {}
+    for spec in request.caller_tools:
+        name = spec["function"]["name"]
+        if name in rendered:
+            raise BadRequest(f"tools: the function '{name}' has the name of a gateway tool; rename it.")
+        caller_tools[name] = caller_tool(spec)
+    offer = Offer(rendered, caller_tools)
+    _check_choice(request.tool_choice, offer)
+    return offer
+
+
+def offered_for(catalog: Catalog, tool: Tool, message: str) -> bool:
+    """Whether the tool's ``offer`` rule holds for the user's latest message (no rule: always)."""
+    rule = tool.definition.offer
+    if not rule:
+        return True
+    patterns = catalog.memo(("offer", tool.id), lambda: _rule_patterns(rule))
+    return any(pattern.search(message) for pattern in patterns)
+
+
+def _rule_patterns(rule: Mapping[str, Any]) -> list[re.Pattern[str]]:
+    # Either condition may hold. The regex was checked when the YAML was loaded.
+    patterns = []
+    if rule.get("when_message_matches"):
+        patterns.append(re.compile(rule["when_message_matches"]))
+    words = rule.get("when_message_mentions") or []
+    if words:
+        patterns.append(re.compile(r"(?<!\w)(?:" + "|".join(re.escape(w) for w in words) + ")", re.IGNORECASE))
+    return patterns
+
+
+def _allowlist(configured: tuple[str, ...] | None, requested: tuple[str, ...] | None) -> set[str] | None:
+    if configured is None:
+        return None if requested is None else set(requested)
+    return set(configured) if requested is None else set(configured) & set(requested)
+
+
+def _side(tool: Tool, client_side: bool) -> str:
+    if tool.scope is Scope.CLIENT or (tool.scope is Scope.ALL and client_side):
+        return "client"
+    return "server"
+
+
+def _check_choice(choice: Any, offer: Offer) -> None:
+    if isinstance(choice, Mapping):
+        name = choice["function"]["name"]
+        if name not in offer.tools and name not in offer.caller_tools:
+            raise BadRequest(f"tool_choice names '{name}', which this request does not offer "
+                             f"(offered: {', '.join(offer.names) or 'none'}).")

@@ -1,0 +1,203 @@
+"""An Anthropic Messages client, translating the loop's Chat Completions messages at the edge.
+
+    system / developer messages      → ``system``
+    assistant ``tool_calls``         → ``tool_use`` blocks
+    ``role: tool`` messages          → ``tool_result`` blocks in a user turn (``is_error`` kept)
+    consecutive turns of one role    → merged, since Anthropic wants user and assistant to alternate
+
+Request parameters with an Anthropic equivalent are mapped (``max_tokens``/``max_completion_tokens``,
+``temperature``, ``top_p``, ``stop``, ``user``); others have none and are not sent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from .base import HttpProvider, ModelReply, ModelRequest, ProviderError, ToolCall, text_of
+
+API_VERSION = "2023-06-01"
+FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "tool_use": "tool_calls",
+                  "max_tokens": "length", "refusal": "content_filter"}
+
+
+class AnthropicProvider(HttpProvider):
+    tool_format = "anthropic"
+    # Anthropic refuses a history holding tool_use blocks unless tools are declared, so a final call keeps
+    # the tools and forbids their use with tool_choice none.
+    keeps_tools_for_history = True
+
+    def auth_headers(self, api_key: str | None) -> dict[str, str]:
+        headers = {"anthropic-version": API_VERSION}
+        if api_key:
+            headers["x-api-key"] = api_key
+        return headers
+
+    def declare_caller_tool(self, spec: dict[str, Any]) -> dict[str, Any]:
+        function = spec.get("function") or {}
+        declared = {"name": function.get("name", ""), "input_schema": function.get("parameters") or {"type": "object"}}
+        if function.get("description"):
+            declared["description"] = function["description"]
+        return declared
+
+    def body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        params = {**self.config.params, **request.params}
+        system, messages = to_anthropic(request.messages)
+        body: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": params.get("max_tokens") or params.get("max_completion_tokens") or self.config.max_tokens,
+            "messages": messages,
+        }
+        if system:
+            body["system"] = system
+        for name in ("temperature", "top_p", "top_k"):
+            if params.get(name) is not None:
+                body[name] = params[name]
+        if params.get("stop"):
+            body["stop_sequences"] = [params["stop"]] if isinstance(params["stop"], str) else list(params["stop"])
+        if params.get("user"):
+            body["metadata"] = {"user_id": str(params["user"])}
+        if request.tools:
+            body["tools"] = request.tools
+            choice = tool_choice(request.tool_choice, params.get("parallel_tool_calls"))
+            if choice is not None:
+                body["tool_choice"] = choice
+        if stream:
+            body["stream"] = True
+        return body
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        data = await self.post_json("/v1/messages", self.body(request, stream=False))
+        if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+            raise ProviderError(f"LLM provider '{self.name}' answered without content blocks.")
+        text = "".join(b.get("text", "") for b in data["content"] if b.get("type") == "text")
+        calls = tuple(ToolCall(b["id"], b["name"], json.dumps(b.get("input") or {}, ensure_ascii=False))
+                      for b in data["content"] if b.get("type") == "tool_use")
+        return ModelReply(text, calls, _finish(data.get("stop_reason"), calls), data.get("model") or request.model,
+                          _usage(data.get("usage")))
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelReply]:
+        """Text as it arrives, then the whole reply."""
+        parts: list[str] = []
+        blocks: dict[int, dict[str, str]] = {}
+        stop, model, usage = None, request.model, {}
+        async for event, data in self.events("/v1/messages", self.body(request, stream=True)):
+            kind = data.get("type", event) if isinstance(data, dict) else event
+            if kind == "error":
+                raise self.stream_error(data)
+            if kind == "message_start":
+                message = data.get("message") or {}
+                model = message.get("model") or model
+                usage.update(message.get("usage") or {})
+            elif kind == "content_block_start":
+                block = data.get("content_block") or {}
+                if block.get("type") == "tool_use":
+                    blocks[data.get("index", len(blocks))] = {"id": block["id"], "name": block["name"], "json": ""}
+                elif block.get("text"):
+                    parts.append(block["text"])
+                    yield block["text"]
+            elif kind == "content_block_delta":
+                delta = data.get("delta") or {}
+                if delta.get("type") == "text_delta" and delta.get("text"):
+                    parts.append(delta["text"])
+                    yield delta["text"]
+                elif delta.get("type") == "input_json_delta" and data.get("index") in blocks:
+                    blocks[data["index"]]["json"] += delta.get("partial_json", "")
+            elif kind == "message_delta":
+                stop = (data.get("delta") or {}).get("stop_reason") or stop
+                usage.update(data.get("usage") or {})
+        # An empty input streams no JSON at all: that is the object {}.
+        calls = tuple(ToolCall(b["id"], b["name"], b["json"] or "{}") for _, b in sorted(blocks.items()))
+        yield ModelReply("".join(parts), calls, _finish(stop, calls), model, _usage(usage))
+
+
+def to_anthropic(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """(system text, Anthropic messages) from Chat Completions messages."""
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.get("role")
+        if role in ("system", "developer"):
+            system.append(text_of(message.get("content")))
+            continue
+        if role == "tool":
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.get("tool_call_id", ""),
+                                     "content": text_of(message.get("content"))}
+            if message.get("is_error"):
+                block["is_error"] = True
+            role, blocks = "user", [block]
+        elif role == "assistant":
+            blocks = _text_blocks(message.get("content"))
+            blocks += [{"type": "tool_use", "id": call["id"], "name": call["function"]["name"],
+                        "input": _input(call["function"].get("arguments"))} for call in message.get("tool_calls") or []]
+        else:
+            role, blocks = "user", _user_blocks(message.get("content"))
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    return "\n\n".join(s for s in system if s), turns
+
+
+def tool_choice(choice: Any, parallel: bool | None) -> dict[str, Any] | None:
+    """OpenAI's ``tool_choice`` (and ``parallel_tool_calls``) in Anthropic's terms."""
+    if isinstance(choice, Mapping):
+        mapped: dict[str, Any] = {"type": "tool", "name": (choice.get("function") or {}).get("name", "")}
+    elif choice in ("required", "any"):
+        mapped = {"type": "any"}
+    elif choice == "none":
+        return {"type": "none"}
+    elif choice == "auto" or parallel is False:
+        mapped = {"type": "auto"}
+    else:
+        return None
+    if parallel is False:
+        mapped["disable_parallel_tool_use"] = True
+    return mapped
+
+
+def _text_blocks(content: Any) -> list[dict[str, Any]]:
+    text = text_of(content)
+    return [{"type": "text", "text": text}] if text else []  # Anthropic refuses empty text blocks
+
+
+def _user_blocks(content: Any) -> list[dict[str, Any]]:
+    if not isinstance(content, list):
+        return _text_blocks(content)
+    blocks: list[dict[str, Any]] = []
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text" and part.get("text"):
+            blocks.append({"type": "text", "text": part["text"]})
+        elif part.get("type") == "image_url":
+            url = (part.get("image_url") or {}).get("url", "")
+            if url.startswith("data:") and ";base64," in url:
+                media_type, _, data = url[5:].partition(";base64,")
+                blocks.append({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
+            elif url:
+                blocks.append({"type": "image", "source": {"type": "url", "url": url}})
+    return blocks
+
+
+def _input(arguments: Any) -> Any:
+    # A tool_use input must be an object; malformed arguments were already answered as an error result.
+    try:
+        value = json.loads(arguments) if isinstance(arguments, str) and arguments else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _finish(stop: str | None, calls: tuple[ToolCall, ...]) -> str:
+    return "tool_calls" if calls else FINISH_REASONS.get(stop or "end_turn", "stop")
+
+
+def _usage(usage: Mapping[str, Any] | None) -> dict[str, int] | None:
+    if not usage:
+        return None
+    prompt, completion = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}

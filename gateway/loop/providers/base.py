@@ -1,0 +1,266 @@
+"""What every provider client shares: the request and reply shapes, HTTP with retries, SSE reading, errors.
+
+The loop speaks one message vocabulary, OpenAI Chat Completions messages (``{"role": "tool", ...}``), because
+that is what our endpoint receives; each provider translates to and from its own wire format at its edge.
+
+Retries: a 429 or 5xx answer, a connection failure or a timeout is retried up to ``max_retries`` times, waiting
+what ``Retry-After`` / ``retry-after-ms`` asks (up to ``MAX_RETRY_AFTER_S``) or else an exponential backoff.
+Other 4xx answers are final: retrying cannot fix them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import os
+import random
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from ... import secrets
+from ...errors import GatewayError
+from ..config import ProviderConfig
+
+log = logging.getLogger("gateway.loop")
+RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+MAX_RETRY_AFTER_S = 60.0
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class ProviderError(GatewayError):
+    """The LLM provider failed or refused; raised after retries. The message never holds a credential."""
+
+    status = 502
+
+
+class ProviderTimeout(ProviderError):
+    status = 504
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # the JSON text exactly as the model wrote it; it may be malformed
+
+    def as_openai(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    model: str
+    messages: list[dict[str, Any]]  # OpenAI Chat Completions messages
+    tools: list[dict[str, Any]] = field(default_factory=list)  # already in the provider's declaration format
+    tool_choice: Any = None  # OpenAI vocabulary: "auto" | "required" | "none" | {"type": "function", ...}
+    params: Mapping[str, Any] = field(default_factory=dict)  # temperature, max_tokens, ... (OpenAI names)
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    content: str
+    tool_calls: tuple[ToolCall, ...]
+    finish_reason: str  # OpenAI vocabulary: stop | tool_calls | length | content_filter
+    model: str
+    usage: Mapping[str, int] | None = None
+
+    def message(self) -> dict[str, Any]:
+        """The assistant message to append to the conversation."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content or None}
+        if self.tool_calls:
+            message["tool_calls"] = [call.as_openai() for call in self.tool_calls]
+        return message
+
+
+def new_call_id() -> str:
+    return "call_" + uuid.uuid4().hex[:24]
+
+
+def text_of(content: Any) -> str:
+    """The text of a message's content: a string, or the text parts of a list of content parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text")
+    return str(content)
+
+
+class HttpProvider:
+    """Base of the provider clients: authenticated JSON POSTs with retries, and SSE streams."""
+
+    tool_format = "openai"
+
+    def __init__(self, config: ProviderConfig, http_client: Callable[[], httpx.AsyncClient], *,
+                 sleep: Sleep = asyncio.sleep, environ: Mapping[str, str] | None = None):
+        self.config = config
+        self._http_client = http_client
+        self._sleep = sleep
+        self._environ = os.environ if environ is None else environ
+        self._timeout = httpx.Timeout(config.timeout_s, connect=min(config.timeout_s, 10.0))
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    def auth_headers(self, api_key: str | None) -> dict[str, str]:
+        raise NotImplementedError
+
+    def headers(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The request headers, and the secret values they hold (to redact from anything shown)."""
+        templates = self.config.headers
+        names = {n for t in [self.config.api_key, *templates.values()] if t is not None for n in t.references.secrets}
+        try:
+            values = secrets.resolve(names, self._environ)
+        except secrets.SecretsMissing as exc:
+            raise ProviderError(f"LLM provider '{self.name}': {exc}.") from None
+        scope = {"secrets": values}
+        key = str(self.config.api_key.render(scope)) if self.config.api_key is not None else None
+        headers = {"content-type": "application/json", **self.auth_headers(key)}
+        headers.update({name: str(template.render(scope)) for name, template in templates.items()})
+        return headers, values
+
+    @asynccontextmanager
+    async def post(self, path: str, body: dict[str, Any], *, stream: bool = False) -> AsyncIterator[httpx.Response]:
+        """POST ``body`` to ``base_url + path``; yields a successful response (open for reading when streaming)."""
+        client = self._http_client()
+        url = self.config.base_url + path
+        headers, values = self.headers()
+        content = json.dumps(body, ensure_ascii=False).encode()
+        attempts = self.config.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            request = client.build_request("POST", url, content=content, headers=headers,
+                                           params=dict(self.config.query), timeout=self._timeout)
+            try:
+                response = await client.send(request, stream=True)
+            except httpx.TimeoutException:
+                failure: ProviderError = ProviderTimeout(
+                    f"LLM provider '{self.name}' did not answer within {self.config.timeout_s:g} s.")
+                delay = None
+            except httpx.TransportError as exc:
+                failure = ProviderError(f"LLM provider '{self.name}' is unreachable at {self.config.base_url}: "
+                                        f"{type(exc).__name__}.")
+                delay = None
+            else:
+                if response.status_code < 400:
+                    try:
+                        yield response
+                    finally:
+                        await response.aclose()
+                    return
+                await response.aread()
+                await response.aclose()
+                failure = ProviderError(f"LLM provider '{self.name}' answered {response.status_code}: "
+                                        f"{secrets.redact(error_message(response), values)}")
+                if response.status_code not in RETRY_STATUSES:
+                    raise failure
+                delay = retry_after(response.headers)
+                if delay is not None and delay > MAX_RETRY_AFTER_S:
+                    raise ProviderError(f"{failure} (asked to retry after {delay:g} s, longer than the gateway waits)")
+            if attempt == attempts:
+                raise failure
+            wait = delay if delay is not None else backoff(attempt)
+            log.warning("%s; retry %d of %d in %.2f s", failure, attempt, attempts - 1, wait)
+            await self._sleep(wait)
+
+    async def post_json(self, path: str, body: dict[str, Any]) -> Any:
+        async with self.post(path, body) as response, self.reading():
+            await response.aread()
+        try:
+            return response.json()
+        except ValueError:
+            raise ProviderError(f"LLM provider '{self.name}' answered with a body that is not JSON.") from None
+
+    async def events(self, path: str, body: dict[str, Any]) -> AsyncIterator[tuple[str, Any]]:
+        """The server-sent events of a streamed answer as (event name, parsed JSON data)."""
+        async with self.post(path, body, stream=True) as response, self.reading():
+            async for event, data in sse_events(response):
+                if data == "[DONE]":
+                    return
+                try:
+                    parsed = json.loads(data)
+                except ValueError:
+                    raise ProviderError(f"LLM provider '{self.name}' streamed an event that is not JSON.") from None
+                yield event, parsed
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[None]:
+        """Failures while reading a body (after the status line) mapped like failures to connect."""
+        try:
+            yield
+        except httpx.TimeoutException:
+            raise ProviderTimeout(f"LLM provider '{self.name}' stopped answering for {self.config.timeout_s:g} s.") \
+                from None
+        except httpx.TransportError as exc:
+            raise ProviderError(f"LLM provider '{self.name}' broke the connection: {type(exc).__name__}.") from None
+
+    def stream_error(self, data: Mapping[str, Any]) -> ProviderError:
+        error = data.get("error")
+        message = error.get("message") if isinstance(error, Mapping) else error
+        return ProviderError(f"LLM provider '{self.name}' failed while streaming: {message or 'unknown error'}")
+
+
+async def sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, str]]:
+    event, data = "", []
+    async for line in response.aiter_lines():
+        if not line:
+            if data:
+                yield event or "message", "\n".join(data)
+            event, data = "", []
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+    if data:
+        yield event or "message", "\n".join(data)
+
+
+def error_message(response: httpx.Response, limit: int = 500) -> str:
+    """The provider's own explanation: ``error.message`` of a JSON body (OpenAI and Anthropic), else the text."""
+    try:
+        body = response.json()
+    except ValueError:
+        text = response.text.strip()
+        return (text[:limit] + "…") if len(text) > limit else text or response.reason_phrase
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return error["message"]
+    if isinstance(error, str):
+        return error
+    return json.dumps(body)[:limit]
+
+
+def retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` (OpenAI) or ``Retry-After`` (seconds or an HTTP date)."""
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return max(float(value) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(moment.timestamp() - time.time(), 0.0)
+
+
+def backoff(attempt: int) -> float:
+    # Exponential with jitter, so that many gateways retrying at once spread out.
+    return min(0.5 * 2 ** (attempt - 1), 8.0) * (0.75 + random.random() / 2)

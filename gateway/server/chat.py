@@ -1,0 +1,189 @@
+"""``POST /v1/chat/completions`` (OpenAI-compatible, JSON or SSE) and ``GET /v1/models``: the gateway's LLM loop.
+
+The request is a Chat Completions body; ``model`` names a configured provider (``default``) or a provider and
+a model (``default/gpt-4o``). The extension object ``gateway`` chooses tools and where they run (see
+``gateway.loop.request``). The response is a Chat Completions body plus ``tool_executions``, the trace of the
+tools run in this request (see ``gateway.loop.trace``). When tools are handed back to the caller, the message
+holds them as ordinary ``tool_calls`` with ``finish_reason: "tool_calls"``; the caller runs them and sends the
+conversation back with ``role: "tool"`` results (optionally ``"is_error": true``), and the loop goes on.
+
+Streaming (``"stream": true``) sends ``chat.completion.chunk`` events: the text as the model writes it, after
+each round of tools a chunk with no choices and that round's ``tool_executions``, handed-back ``tool_calls``,
+the finish reason, the usage when ``stream_options.include_usage`` is set, then ``[DONE]``.
+
+Errors use OpenAI's shape, ``{"error": {"message", "type", "code"}}``, so OpenAI clients report them:
+400/401/403/413 for the request, 502 when the LLM provider fails (504 when it times out), 503 with no provider
+configured. A failure after a stream started arrives as one ``{"error": ...}`` event.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from ..errors import BadRequest, GatewayError
+from ..loop import ChatLoop, Executed, Finished, TextDelta, load_loop_config, parse_chat_request
+from ..loop.loop import Event
+from ..runtime import Gateway
+from .auth import authenticate
+from .errors import dumps
+from .rest import read_body
+
+log = logging.getLogger("gateway.server")
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+               404: "not_found_error", 413: "invalid_request_error", 502: "provider_error", 503: "unavailable",
+               504: "provider_timeout"}
+
+
+def routes(gateway: Gateway, loop: ChatLoop | None = None) -> list[Route]:
+    """The chat routes; ``loop`` defaults to one built from ``gateway.settings`` (``SettingsInvalid`` if wrong)."""
+    endpoint = ChatEndpoint(gateway, loop or ChatLoop(load_loop_config(gateway.settings), gateway.http_client))
+    return [
+        Route("/v1/chat/completions", endpoint.completions, methods=["POST"]),
+        Route("/v1/models", endpoint.models, methods=["GET"]),
+    ]
+
+
+class ChatEndpoint:
+    def __init__(self, gateway: Gateway, loop: ChatLoop):
+        self.gateway = gateway
+        self.loop = loop
+
+    async def completions(self, request: Request) -> Response:
+        try:
+            caller = authenticate(self.gateway.settings, request.headers, request.client.host if request.client else None)
+            chat = parse_chat_request(_json(await read_body(request, self.gateway.settings.max_body_bytes)),
+                                      request.headers.get("x-conversation-id"))
+            if chat.user is None:  # as on REST: the X-User header, else the API key's name
+                chat = dataclasses.replace(chat, user=request.headers.get("x-user") or caller.name)
+            turn = self.loop.turn(self.gateway.catalog, chat, caller, caller.name)
+            completion = Completion(chat.include_usage)
+            events = turn.run()
+            if not chat.stream:
+                finished = [event async for event in events if isinstance(event, Finished)][-1]
+                return Response(dumps(completion.body(finished)), media_type="application/json")
+            # Wait for the first event before answering, so a provider that is down still gets an HTTP status.
+            first = await anext(events)
+        except GatewayError as exc:
+            return error_response(exc)
+        except Exception:
+            return unexpected(request)
+        return StreamingResponse(completion.stream(first, events), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    async def models(self, request: Request) -> Response:
+        try:
+            authenticate(self.gateway.settings, request.headers, request.client.host if request.client else None)
+        except GatewayError as exc:
+            return error_response(exc)
+        data = [{"id": name, "object": "model", "created": 0, "owned_by": f"tool-gateway ({p.config.kind})"}
+                for name, p in self.loop.providers.items()]
+        return Response(dumps({"object": "list", "data": data}), media_type="application/json")
+
+
+class Completion:
+    """One response's identity, rendered as a body or as chunks."""
+
+    def __init__(self, include_usage: bool):
+        self.id = "chatcmpl-" + uuid.uuid4().hex
+        self.created = int(time.time())
+        self.include_usage = include_usage
+        self.model = ""
+
+    def body(self, finished: Finished) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": finished.content or (
+            None if finished.tool_calls else "")}
+        if finished.tool_calls:
+            message["tool_calls"] = [call.as_openai() for call in finished.tool_calls]
+        body: dict[str, Any] = {
+            "id": self.id, "object": "chat.completion", "created": self.created, "model": finished.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finished.finish_reason, "logprobs": None}],
+        }
+        if finished.usage:
+            body["usage"] = dict(finished.usage)
+        body["tool_executions"] = [e.as_dict() for e in finished.trace]
+        return body
+
+    async def stream(self, first: Event, events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
+        yield self.chunk({"role": "assistant", "content": ""})
+        try:
+            for chunk in self.render(first):
+                yield chunk
+            async for event in events:
+                for chunk in self.render(event):
+                    yield chunk
+        except GatewayError as exc:
+            yield _event({"error": _error_body(exc)})
+            return
+        except Exception:
+            reference = uuid.uuid4().hex[:8]
+            log.exception("chat stream failed [ref %s]", reference)
+            yield _event({"error": {"message": f"Internal server error; ref {reference}.", "type": "server_error",
+                                    "code": None}})
+            return
+        yield b"data: [DONE]\n\n"
+
+    def render(self, event: Event) -> list[bytes]:
+        if isinstance(event, TextDelta):
+            return [self.chunk({"content": event.text})]
+        if isinstance(event, Executed):
+            return [self.chunk(None, tool_executions=[e.as_dict() for e in event.executions])]
+        assert isinstance(event, Finished)
+        self.model = event.model
+        chunks = []
+        if event.tool_calls:
+            calls = [{"index": i, **call.as_openai()} for i, call in enumerate(event.tool_calls)]
+            chunks.append(self.chunk({"tool_calls": calls}))
+        chunks.append(self.chunk({}, finish_reason=event.finish_reason))
+        if self.include_usage:
+            chunks.append(self.chunk(None, usage=dict(event.usage or {})))
+        return chunks
+
+    def chunk(self, delta: dict[str, Any] | None, finish_reason: str | None = None, **extra: Any) -> bytes:
+        """A ``chat.completion.chunk``; with ``delta`` None, a chunk without choices (usage, tool executions)."""
+        choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish_reason,
+                                             "logprobs": None}]
+        return _event({"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                       "model": self.model, "choices": choices, **extra})
+
+
+def error_response(exc: GatewayError) -> Response:
+    if exc.status >= 500:  # the provider failing, or none configured: the admin should hear of it
+        log.warning("chat request failed: %s", exc)
+    return Response(dumps({"error": _error_body(exc)}), exc.status, media_type="application/json",
+                    headers={"WWW-Authenticate": "Bearer"} if exc.status == 401 else None)
+
+
+def unexpected(request: Request) -> Response:
+    reference = uuid.uuid4().hex[:8]
+    log.exception("unhandled error on %s %s [ref %s]", request.method, request.url.path, reference)
+    body = {"error": {"message": f"Internal server error; ref {reference}.", "type": "server_error", "code": None}}
+    return Response(dumps(body), 500, media_type="application/json")
+
+
+def _error_body(exc: GatewayError) -> dict[str, Any]:
+    return {"message": str(exc), "type": ERROR_TYPES.get(exc.status, "server_error"), "code": exc.status}
+
+
+def _event(data: dict[str, Any]) -> bytes:
+    return b"data: " + dumps(data) + b"\n\n"
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except UnicodeDecodeError:
+        raise BadRequest("Request body is not UTF-8 text.") from None
+    except ValueError as exc:
+        raise BadRequest(f"Request body is not valid JSON: {exc}.") from None
+
+
