@@ -6,6 +6,7 @@ Only trusted code is imported: modules in ``<definitions>/python/`` and packages
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import inspect
@@ -101,9 +102,18 @@ def refresh_local_modules(python_dir: Path) -> str:
                 sys.path.remove(str(directory))
         # Appended, not prepended: a local module must never shadow the standard library or a package.
         sys.path.append(str(python_dir))
+        _forget_bytecode(python_dir)
         importlib.invalidate_caches()
         _active_dir, _loaded_digest = python_dir, digest
         return digest
+
+
+def _forget_bytecode(directory: Path) -> None:
+    # Python trusts a cached .pyc whose source has the same mtime, in whole seconds, and the same size: an edit
+    # within a second of the last import that keeps the file's size would run the old code.
+    for cached in directory.rglob("__pycache__/*.pyc"):
+        with contextlib.suppress(OSError):  # a read-only mount: nothing was cached there either
+            cached.unlink()
 
 
 def _forget_modules(directory: Path) -> None:
