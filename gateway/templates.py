@@ -59,9 +59,15 @@ class RenderError(Exception):
 
 
 def environment(finalize: Callable[[Any], Any] | None = None) -> ImmutableSandboxedEnvironment:
-    """A sandboxed environment in which an undefined name is an error, never an empty string."""
-    return ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
-                                         finalize=finalize)
+    """A sandboxed environment in which an undefined name is an error, never an empty string.
+
+    Jinja's globals (range, dict, cycler, namespace, …) are removed: a template reads the names it is given and
+    nothing else, which is what makes its references checkable when it is compiled.
+    """
+    env = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
+                                        finalize=finalize)
+    env.globals.clear()
+    return env
 
 
 DEFAULT_ENV = environment()

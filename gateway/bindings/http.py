@@ -89,7 +89,7 @@ class HttpBinding:
     path: Template
     url_query: tuple[tuple[str, str], ...]  # the url's literal query string
     query: Compiled | None
-    headers: tuple[tuple[str, Template], ...]
+    headers: tuple[tuple[str, Compiled], ...]
     secret_headers: frozenset[str]  # lower-cased names of headers whose value holds a secret
     body_kind: str | None  # "json", "form", "text"
     body: Compiled | None
@@ -183,7 +183,7 @@ def _parse(definition: ToolDefinition, env: BuildEnv) -> HttpBinding:
         path=path.tree,
         url_query=tuple(httpx.QueryParams(url_query).multi_items()),
         query=query,
-        headers=tuple((name, compiled.tree) for name, compiled in headers),
+        headers=tuple(headers),
         secret_headers=frozenset(name.lower() for name, compiled in headers if compiled.references.secrets),
         body_kind=body_kind,
         body=body,
@@ -324,8 +324,8 @@ def _request(binding: HttpBinding, client: httpx.AsyncClient, scope: Mapping[str
     if not _same_origin(url, binding.origin):  # defence in depth: encoding already keeps arguments in the path
         raise _fail(binding, "the rendered url would change the fixed scheme, host or port")
     headers = []
-    for name, template in binding.headers:
-        value = _render(binding, f"header '{name}'", template, scope)
+    for name, compiled in binding.headers:
+        value = _render(binding, f"header '{name}'", compiled, scope)
         if value is OMIT or value is None:
             continue
         value = text(value)

@@ -1,0 +1,268 @@
+"""Real upstreams for the HTTP binding: a Starlette app under uvicorn on 127.0.0.1, a TCP server that speaks
+garbage, a closed port; and building a catalog of HTTP-bound tools from their ``binding.http`` mappings."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import socket
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+import yaml
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+
+from gateway.bindings import BuildEnv
+from gateway.catalog import Catalog, build_catalog
+from gateway.definitions import load_definitions
+from gateway.server import demo_api
+from gateway.settings import Settings
+
+
+async def echo(request: Request) -> JSONResponse:
+    """Everything the request carried, as the upstream saw it."""
+    body = await request.body()
+    try:
+        parsed = (await request.json()) if body and "json" in request.headers.get("content-type", "") else None
+    except ValueError:
+        parsed = None
+    return JSONResponse({
+        "method": request.method,
+        "raw_path": request.scope["raw_path"].decode("latin-1"),
+        "path": request.url.path,
+        "host": request.headers.get("host"),
+        "query": [list(item) for item in request.query_params.multi_items()],
+        "headers": {k: v for k, v in request.headers.items()},
+        "body": body.decode("utf-8", "replace"),
+        "json": parsed,
+    })
+
+
+async def status(request: Request) -> Response:
+    code = int(request.path_params["code"])
+    return JSONResponse({"error": f"status {code} as asked", "detail": "x" * 600}, status_code=code)
+
+
+async def slow(request: Request) -> JSONResponse:
+    await asyncio.sleep(float(request.query_params.get("s", "2")))
+    return JSONResponse({"slow": True})
+
+
+async def html(request: Request) -> Response:
+    return Response("<html><body>Maintenance</body></html>", media_type="text/html")
+
+
+async def broken_json(request: Request) -> Response:
+    return Response('{"unterminated": ', media_type="application/json")
+
+
+async def big(request: Request) -> Response:
+    size = int(request.query_params["n"])
+
+    async def chunks() -> Any:
+        sent = 0
+        while sent < size:
+            piece = min(65536, size - sent)
+            sent += piece
+            yield b"a" * piece
+
+    headers = {} if request.query_params.get("chunked") else {"content-length": str(size)}
+    return StreamingResponse(chunks(), media_type="text/plain", headers=headers)
+
+
+async def gzip_ok(request: Request) -> Response:
+    return Response(gzip.compress(b'{"zipped": true}'), media_type="application/json",
+                    headers={"content-encoding": "gzip"})
+
+
+async def gzip_broken(request: Request) -> Response:
+    return Response(b"this is not gzip at all", media_type="application/json", headers={"content-encoding": "gzip"})
+
+
+async def redirect(request: Request) -> Response:
+    return RedirectResponse(request.query_params["to"], status_code=int(request.query_params.get("code", "302")))
+
+
+async def loop(request: Request) -> Response:
+    return RedirectResponse("/loop", status_code=302)
+
+
+async def binary(request: Request) -> Response:
+    return Response(b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", media_type="image/png")
+
+
+async def empty(request: Request) -> Response:
+    return Response(status_code=204)
+
+
+async def cookie(request: Request) -> JSONResponse:
+    response = JSONResponse({"received": request.headers.get("cookie")})
+    response.set_cookie("session", "user-a-session")
+    return response
+
+
+def flaky_route(counter: Counter) -> Callable:
+    async def flaky(request: Request) -> JSONResponse:
+        key = request.path_params["key"]
+        counter[key] += 1
+        if counter[key] <= int(request.query_params.get("fail", "1")):
+            return JSONResponse({"error": "try again"}, status_code=503, headers={"retry-after": "0"})
+        return JSONResponse({"attempts": counter[key], "method": request.method})
+    return flaky
+
+
+@dataclass
+class Upstream:
+    """A running upstream: its base url (http://127.0.0.1:PORT) and what it counted."""
+
+    url: str
+    port: int
+    attempts: Counter
+
+    def at(self, path: str) -> str:
+        return self.url + path
+
+
+def _free_socket() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+@pytest.fixture(scope="session")
+def serve_app() -> Iterator[Callable[[Starlette], int]]:
+    """Serve ASGI apps under uvicorn, each in a thread on a free port of 127.0.0.1; all stopped at the end."""
+    running: list[tuple[uvicorn.Server, threading.Thread]] = []
+
+    def start(app: Starlette) -> int:
+        sock = _free_socket()
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        while not server.started:
+            if not thread.is_alive():
+                raise RuntimeError("upstream server did not start")
+            thread.join(0.01)
+        running.append((server, thread))
+        return sock.getsockname()[1]
+
+    yield start
+    for server, _ in running:
+        server.should_exit = server.force_exit = True  # in-flight slow answers are not waited for
+    for _, thread in running:
+        thread.join(5)
+
+
+@pytest.fixture(scope="session")
+def upstream(serve_app) -> Upstream:
+    """The test upstream: echo, statuses, slow, broken and redirecting endpoints, and the demo API under /demo."""
+    attempts: Counter = Counter()
+    app = Starlette(routes=[
+        Route("/echo/{rest:path}", echo, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]),
+        Route("/status/{code:int}", status),
+        Route("/slow", slow),
+        Route("/html", html),
+        Route("/broken-json", broken_json),
+        Route("/big", big),
+        Route("/gzip", gzip_ok),
+        Route("/gzip-broken", gzip_broken),
+        Route("/redirect", redirect, methods=["GET", "POST"]),
+        Route("/loop", loop),
+        Route("/binary", binary),
+        Route("/empty", empty, methods=["GET", "POST", "HEAD"]),
+        Route("/cookie", cookie),
+        Route("/flaky/{key}", flaky_route(attempts), methods=["GET", "POST"]),
+        Mount("/demo", routes=demo_api.routes()),
+    ])
+    port = serve_app(app)
+    return Upstream(f"http://127.0.0.1:{port}", port, attempts)
+
+
+@pytest.fixture(scope="session")
+def garbage_port() -> Iterator[int]:
+    """A TCP server on 127.0.0.1 that answers every connection with bytes that are not HTTP."""
+    sock = _free_socket()
+    sock.listen(16)
+    stop = threading.Event()
+
+    def serve() -> None:
+        sock.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(1)
+                try:
+                    conn.recv(65536)
+                    conn.sendall(b"SMTP ready, definitely not HTTP\r\n\r\n")
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield sock.getsockname()[1]
+    stop.set()
+    thread.join(5)
+    sock.close()
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound, then released)."""
+    sock = _free_socket()
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+def http_tool(http: dict[str, Any], properties: dict[str, Any] | None = None, required: tuple[str, ...] = (),
+              tool_id: str = "t", **extra: Any) -> dict[str, Any]:
+    """A tool definition (as a mapping) bound to ``http``, with an input schema of ``properties``."""
+    tool: dict[str, Any] = {"id": tool_id, "name": tool_id, "user_description": "u", "ai_description": "a",
+                            "binding": {"http": http}, **extra}
+    if properties is not None:
+        tool["input_schema"] = {"type": "object", "properties": properties, "required": list(required)}
+    return tool
+
+
+@pytest.fixture
+def build_tools(tmp_path: Path) -> Callable[..., Catalog]:
+    """Write tools to tools.yaml in a fresh directory and build the catalog (``client``: a shared client)."""
+
+    def build(*tools: dict[str, Any], client: httpx.AsyncClient | None = None, **settings: Any) -> Catalog:
+        root = tmp_path / "defs"
+        root.mkdir(exist_ok=True)
+        (root / "tools.yaml").write_text(yaml.safe_dump({"tools": list(tools)}, sort_keys=False), encoding="utf-8")
+        effective = Settings(definitions=root, **settings)
+        env = BuildEnv(settings=effective, root=root, http_client=(lambda: client) if client else None)
+        return build_catalog(load_definitions(root), effective, env)
+
+    return build
+
+
+@pytest.fixture
+async def shared_client() -> Any:
+    """A client standing in for the running gateway's pooled one, counting the requests it sends."""
+    from gateway.upstream import new_client
+
+    sent: list[httpx.Request] = []
+
+    async def record(request: httpx.Request) -> None:
+        sent.append(request)
+
+    async with new_client(event_hooks={"request": [record]}) as client:
+        client.sent = sent  # type: ignore[attr-defined]
+        yield client

@@ -1,0 +1,129 @@
+"""Mistakes in an HTTP binding are load-time problems, each at its YAML node (file:line:col), all at once."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.errors import DefinitionsInvalid
+from support import catalog_for
+
+BROKEN = r"""
+tools:
+  - id: syntax
+    name: T
+    user_description: u
+    ai_description: a
+    input_schema: {type: object, properties: {x: {type: string}}}
+    binding:
+      http:
+        url: http://127.0.0.1:9/a
+        json:
+          good: "{{ args.x }}"
+          bad: "{{ args.x "
+  - id: names
+    name: T
+    user_description: u
+    ai_description: a
+    input_schema: {type: object, properties: {x: {type: string}, z: {type: integer}}}
+    binding:
+      http:
+        url: http://127.0.0.1:9/a/{{ args.y }}
+        query:
+          env: "{{ os.environ }}"
+          key: "{{ secrets[args.x] }}"
+          who: "{{ context.password }}"
+        response:
+          template: "{{ secrets.TOKEN }}"
+  - id: origin
+    name: T
+    user_description: u
+    ai_description: a
+    binding:
+      http:
+        url: "http://{{ args.x }}.example.com/a"
+  - id: glued
+    name: T
+    user_description: u
+    ai_description: a
+    binding:
+      http:
+        url: "http://example.com{{ args.path }}"
+  - id: urlbits
+    name: T
+    user_description: u
+    ai_description: a
+    binding:
+      http:
+        url: "http://user:pw@example.com/a?x={{ args.x }}#top"
+  - id: unsafe
+    name: T
+    user_description: u
+    ai_description: a
+    binding:
+      http:
+        method: POST
+        url: http://example.com/a
+        retries: 3
+        headers:
+          Host: evil.example
+          X-Bad: "a\r\nX-Injected: 1"
+        response:
+          select: "stations[0]"
+  - id: shape
+    name: T
+    user_description: u
+    ai_description: a
+    binding:
+      http:
+        url: http://example.com/a
+        timeout: 5
+        json: {a: 1}
+        text: hi
+        response:
+          selct: /a
+          expect: text
+"""
+
+# (line, column, fragment of the message) for each mistake in BROKEN.
+EXPECTED = [
+    (12, 16, "template syntax error: unexpected end of template"),
+    (20, 14, "template reads argument 'y', which is not in input_schema.properties (declared: x, z)"),
+    (22, 16, "unknown name(s) 'os' in template (it may use: args, context, secrets)"),
+    (23, 16, "secrets must be named literally (secrets.NAME), not chosen by an expression"),
+    (24, 16, "unknown context field(s) password"),
+    (26, 21, "unknown name(s) 'secrets' in template (it may use: args, context, result, status)"),
+    (33, 14, "the url's scheme, host and port are fixed: templates may appear in its path only"),
+    (40, 14, "the url's scheme, host and port are fixed"),
+    (47, 14, "credentials in the url"),
+    (47, 14, "templates in the url's query string: put templated parameters under 'query'"),
+    (47, 14, "the url's fragment '#top' is never sent"),
+    (56, 18, "retries resend the request, which is not safe for POST: set 'retry_unsafe: true'"),
+    (58, 11, "header 'Host' is set by the gateway"),
+    (59, 18, "header 'X-Bad' holds a line break or control character"),
+    (61, 19, "invalid selector 'stations[0]'"),
+    (68, 9, "http binding: give at most one body (json, form or text)"),
+    (69, 9, "unknown key 'timeout' in tools[6].binding.http"),
+    (73, 11, "unknown key 'selct' in tools[6].binding.http.response"),
+]
+
+
+@pytest.fixture(scope="module")
+def problems(tmp_path_factory) -> list:
+    root = tmp_path_factory.mktemp("defs")
+    (root / "broken.yaml").write_text(BROKEN.lstrip("\n"), encoding="utf-8")
+    with pytest.raises(DefinitionsInvalid) as caught:
+        catalog_for(root)
+    return list(caught.value.problems)
+
+
+@pytest.mark.parametrize(("line", "column", "fragment"), EXPECTED, ids=[f"{r[0]}:{r[1]}" for r in EXPECTED])
+def test_each_mistake_is_reported_at_its_node(problems, line, column, fragment):
+    """Every kind of HTTP binding mistake is an error at the line and column of the node that is wrong."""
+    matching = [p for p in problems if (p.file, p.line, p.column) == ("broken.yaml", line, column)
+                and fragment in p.message and p.severity == "error"]
+    assert matching, f"no problem at {line}:{column} with {fragment!r}; got:\n" + "\n".join(map(str, problems))
+
+
+def test_nothing_else_is_reported(problems):
+    """The broken file yields exactly the expected problems: no duplicates, no noise."""
+    assert len(problems) == len(EXPECTED)
