@@ -212,7 +212,10 @@ class Turn:
         if final:
             # Tools stay declared only where the provider needs them to read the history; their use is forbidden.
             tools, choice = (self.offer.declarations(), "none") if self.provider.keeps_tools_for_history else ([], None)
-        request = ModelRequest(self.model, self.messages, tools, choice if tools else None, self.request.params)
+        params = self.request.params
+        if self.request.stream and self.request.include_usage:
+            params = {**params, "stream_options": {"include_usage": True}}  # streamed usage is opt-in upstream too
+        request = ModelRequest(self.model, self.messages, tools, choice if tools else None, params)
         if not self.request.stream:
             reply = await self.provider.complete(request)
         else:

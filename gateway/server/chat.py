@@ -145,7 +145,8 @@ class Completion:
             chunks.append(self.chunk({"tool_calls": calls}))
         chunks.append(self.chunk({}, finish_reason=event.finish_reason))
         if self.include_usage:
-            chunks.append(self.chunk(None, usage=dict(event.usage or {})))
+            usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, **(event.usage or {})}
+            chunks.append(self.chunk(None, usage=usage))
         return chunks
 
     def chunk(self, delta: dict[str, Any] | None, finish_reason: str | None = None, **extra: Any) -> bytes:

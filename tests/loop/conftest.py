@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fake_llm import FakeLLM, Servers
+from fake_llm import FakeLLM, Servers, openai_provider
 from starlette.applications import Starlette
 from starlette.routing import Route
 
@@ -43,16 +43,6 @@ def llm(_llm_server: FakeLLM) -> Iterator[FakeLLM]:
     _llm_server.reset()
     yield _llm_server
     _llm_server.reset()
-
-
-def openai_provider(llm: FakeLLM, **extra: Any) -> dict[str, Any]:
-    return {"kind": "openai", "base_url": llm.openai_url, "model": "fake-gpt", "api_key": "{{ secrets.FAKE_LLM_KEY }}",
-            "max_retries": 2, **extra}
-
-
-def anthropic_provider(llm: FakeLLM, **extra: Any) -> dict[str, Any]:
-    return {"kind": "anthropic", "base_url": llm.url, "model": "fake-claude", "api_key": "{{ secrets.FAKE_LLM_KEY }}",
-            **extra}
 
 
 @dataclass
@@ -97,3 +87,113 @@ def endpoint(servers: Servers, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) ->
 
     yield start
     servers.stop(started)
+
+
+LOOP_TOOLS = '''
+tools:
+  - id: meet
+    name: Meet
+    user_description: Waits until a partner call arrives.
+    ai_description: Waits at a rendezvous for one other call, then returns its label.
+    binding: {python: "loop_test_tools:meet"}
+    toolsets: [test]
+  - id: whoami
+    name: Who am I
+    user_description: Echoes the call context.
+    ai_description: Returns the conversation id, user and tool call id of this call.
+    binding: {python: "loop_test_tools:whoami"}
+    toolsets: [test]
+  - id: lookup_order
+    name: Look up an order
+    user_description: Shows an order.
+    ai_description: Returns the status of an order by number.
+    binding: {python: "loop_test_tools:lookup_order"}
+    return_direct: true
+    toolsets: [test]
+  - id: get_booking_details
+    name: Booking details
+    user_description: Shows a booking.
+    ai_description: Returns the details of a booking by number.
+    binding: {python: "loop_test_tools:get_booking_details"}
+    offer: {when_message_mentions: [booking, reservation]}
+    toolsets: [test]
+  - id: track_parcel
+    name: Track a parcel
+    user_description: Tracks a parcel.
+    ai_description: Returns where a parcel is, by its tracking number.
+    binding: {python: "loop_test_tools:track_parcel"}
+    offer: {when_message_matches: "\\\\b[A-Z]{2}[0-9]{9}[A-Z]{2}\\\\b"}
+    toolsets: [test]
+  - id: roll
+    name: Roll a die
+    user_description: Rolls a die.
+    ai_description: Returns a number from 1 to 6.
+    binding: {python: "loop_test_tools:roll"}
+    max_calls: 2
+    toolsets: [test]
+  - id: fill_field
+    name: Fill a form field
+    user_description: Fills a field of the form on screen.
+    ai_description: Sets a field of the user's form to a value.
+    scope: client
+    input_schema:
+      type: object
+      properties:
+        field: {type: string}
+        value: {type: string}
+      required: [field, value]
+    output_schema: {type: string}
+    binding:
+      browser: {script: scripts/fill-field.js}
+    toolsets: [test]
+'''
+
+LOOP_TOOLS_PY = '''
+import threading
+
+_lock = threading.Lock()
+_rendezvous = threading.Barrier(2, timeout=10)
+state = {"running": 0, "peak": 0}
+
+
+def meet(label: str) -> str:
+    with _lock:
+        state["running"] += 1
+        state["peak"] = max(state["peak"], state["running"])
+    try:
+        _rendezvous.wait()  # a lone call (no concurrency) breaks the barrier and fails
+    finally:
+        with _lock:
+            state["running"] -= 1
+    return f"{label} met (peak {state['peak']})"
+
+
+def whoami(conversation_id, user, tool_call_id, metadata) -> dict:
+    return {"conversation_id": conversation_id, "user": user, "tool_call_id": tool_call_id, "metadata": metadata}
+
+
+def lookup_order(number: int) -> str:
+    return f"Order {number}: shipped on 2024-05-02."
+
+
+def get_booking_details(number: str) -> dict:
+    return {"number": number, "guest": "A. Nowak", "nights": 3}
+
+
+def track_parcel(number: str) -> str:
+    return f"Parcel {number} is in Warsaw."
+
+
+def roll() -> int:
+    return 4
+'''
+
+
+@pytest.fixture
+def defs(examples_dir: Path) -> Path:
+    """The shipped tool-definitions plus the loop's test tools (toolset ``test``)."""
+    (examples_dir / "loop-tests.yaml").write_text(LOOP_TOOLS.lstrip(), encoding="utf-8")
+    (examples_dir / "python" / "loop_test_tools.py").write_text(LOOP_TOOLS_PY.lstrip(), encoding="utf-8")
+    (examples_dir / "scripts" / "fill-field.js").write_text(
+        "GatewayTools.register('fill_field', {execute: function (input) { return 'ok'; }});\n", encoding="utf-8")
+    return examples_dir

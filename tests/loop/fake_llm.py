@@ -79,7 +79,8 @@ class FakeLLM:
         anthropic = request.url.path == "/v1/messages"
         model = body.get("model", "fake")
         if body.get("stream"):
-            events = anthropic_events(item, model) if anthropic else openai_chunks(item, model)
+            usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            events = anthropic_events(item, model) if anthropic else openai_chunks(item, model, usage)
             return StreamingResponse(_sse(events), media_type="text/event-stream")
         return JSONResponse(anthropic_message(item, model) if anthropic else openai_completion(item, model))
 
@@ -94,7 +95,7 @@ def openai_completion(reply: Reply, model: str) -> dict[str, Any]:
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
 
 
-def openai_chunks(reply: Reply, model: str) -> Iterator[tuple[str | None, dict[str, Any]]]:
+def openai_chunks(reply: Reply, model: str, usage: bool) -> Iterator[tuple[str | None, dict[str, Any]]]:
     def chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[None, dict[str, Any]]:
         return None, {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
@@ -108,6 +109,9 @@ def openai_chunks(reply: Reply, model: str) -> Iterator[tuple[str | None, dict[s
         for piece in _pieces(arguments):  # arguments arrive in fragments, as from OpenAI
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield chunk({}, "tool_calls" if reply.tool_calls else "stop")
+    if usage:
+        yield None, {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
+                     "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
 
 
 def anthropic_message(reply: Reply, model: str) -> dict[str, Any]:
@@ -186,3 +190,13 @@ class Servers:
             server, thread = self.running.pop(url)
             server.should_exit = True
             thread.join(10)
+
+
+def openai_provider(llm: FakeLLM, **extra: Any) -> dict[str, Any]:
+    return {"kind": "openai", "base_url": llm.openai_url, "model": "fake-gpt", "api_key": "{{ secrets.FAKE_LLM_KEY }}",
+            "max_retries": 2, **extra}
+
+
+def anthropic_provider(llm: FakeLLM, **extra: Any) -> dict[str, Any]:
+    return {"kind": "anthropic", "base_url": llm.url, "model": "fake-claude", "api_key": "{{ secrets.FAKE_LLM_KEY }}",
+            **extra}
