@@ -44,7 +44,9 @@ class Step:
             return "[*]"
         if self.kind == "index":
             return f"[{self.value}]"
-        return f"[{json.dumps(self.value)}]" if not re.fullmatch(r"[A-Za-z_][\w-]*", str(self.value)) else f".{self.value}"
+        if re.fullmatch(r"[A-Za-z_][\w-]*", str(self.value)):
+            return f".{self.value}"
+        return f"[{json.dumps(self.value)}]"
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,8 @@ def compile_selector(expression: str) -> Selector:
         return Selector(expression, _pointer(expression))
     if expression.startswith("$"):
         return Selector(expression, _path(expression))
-    raise SelectorInvalid(f"invalid selector {expression!r}: use a JSON pointer (/a/0/b) or a path ($.a[0].b)")
+    raise SelectorInvalid(f"invalid selector {expression!r}: use a JSON pointer (/a/0/b) or a path "
+                          "($.a[0].b)")
 
 
 def _pointer(expression: str) -> tuple[Step, ...]:

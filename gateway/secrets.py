@@ -27,8 +27,8 @@ class SecretsMissing(LookupError):
     def __init__(self, names: Collection[str]):
         self.names = tuple(sorted(names))
         listed = ", ".join(self.names)
-        super().__init__(f"secret(s) {listed} not set: set the environment variable(s) {listed} where the gateway "
-                         "runs")
+        super().__init__(f"secret(s) {listed} not set: set the environment variable(s) {listed} where the "
+                         "gateway runs")
 
 
 def missing(names: Collection[str], environ: Mapping[str, str] | None = None) -> list[str]:
@@ -48,7 +48,7 @@ def resolve(names: Collection[str], environ: Mapping[str, str] | None = None) ->
 
 
 def redact(text: str, secrets: Mapping[str, str]) -> str:
-    """``text`` with each secret's value (as is, or percent-encoded as in a URL) replaced by ``[secret NAME]``."""
+    """``text`` with each secret's value (as is, or percent-encoded) replaced by ``[secret NAME]``."""
     for name, value in secrets.items():
         if len(value) < MIN_REDACTED_LENGTH:
             continue

@@ -1,4 +1,4 @@
-"""Jinja2 templates in definitions: sandboxed, compiled once, rendered with data that is never itself a template.
+"""Jinja2 templates in definitions: sandboxed, compiled once, rendered with data that is never a template.
 
 A template sees only the names it is given — for a request ``args``, ``secrets`` and ``context`` — and what it
 reads from them is found statically when it is compiled, so a typo or a reference to an undeclared argument is
@@ -61,11 +61,11 @@ class RenderError(Exception):
 def environment(finalize: Callable[[Any], Any] | None = None) -> ImmutableSandboxedEnvironment:
     """A sandboxed environment in which an undefined name is an error, never an empty string.
 
-    Jinja's globals (range, dict, cycler, namespace, …) are removed: a template reads the names it is given and
-    nothing else, which is what makes its references checkable when it is compiled.
+    Jinja's globals (range, dict, cycler, namespace, …) are removed: a template reads the names it is given
+    and nothing else, which is what makes its references checkable when it is compiled.
     """
-    env = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
-                                        finalize=finalize)
+    env = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False,
+                                        keep_trailing_newline=True, finalize=finalize)
     env.globals.clear()
     return env
 
@@ -198,7 +198,8 @@ def _references(tree: nodes.Template, names: Collection[str]) -> tuple[Reference
     unknown = sorted(meta.find_undeclared_variables(tree) - set(names))
     if unknown:
         allowed = ", ".join(sorted(names))
-        problems.append(f"unknown name(s) {', '.join(repr(n) for n in unknown)} in template (it may use: {allowed})")
+        listed = ", ".join(repr(n) for n in unknown)
+        problems.append(f"unknown name(s) {listed} in template (it may use: {allowed})")
     found: dict[str, set[str]] = {"args": set(), "secrets": set(), "context": set()}
     whole: set[str] = set()
 
@@ -224,8 +225,8 @@ def _references(tree: nodes.Template, names: Collection[str]) -> tuple[Reference
     if unknown_context:
         problems.append(f"unknown context field(s) {', '.join(unknown_context)} "
                         f"(known: {', '.join(sorted(CONTEXT_FIELDS))})")
-    references = References(frozenset(found["args"]), frozenset(found["secrets"]), frozenset(found["context"]),
-                            frozenset(whole))
+    references = References(frozenset(found["args"]), frozenset(found["secrets"]),
+                            frozenset(found["context"]), frozenset(whole))
     return references, problems
 
 

@@ -1,4 +1,4 @@
-"""Talking to upstream HTTP services: the client, capped reads, and httpx's exceptions in words an LLM can use.
+"""Talking to upstream HTTP services: the client, capped reads, httpx's exceptions in words an LLM can use.
 
 httpx's exceptions are translated once, here (``describe``), and ``tests/bindings/test_http_errors.py`` walks
 httpx's module to prove that every exception class it defines has its own message — a new httpx release with
@@ -27,16 +27,16 @@ UPSTREAM_EXCEPTIONS: tuple[type[Exception], ...] = (httpx.HTTPError, httpx.Inval
                                                     httpx.StreamError)
 _RETRY_HINT = "; retrying later may help"
 
-# Every exception class httpx defines -> what it means for the call, for the LLM (and the person reading traces).
+# Every exception class httpx defines -> what it means for the call, for the LLM and whoever reads traces.
 MESSAGES: dict[type[Exception], str] = {
     httpx.HTTPError: "the HTTP request failed ({detail})",
     httpx.RequestError: "the HTTP request failed ({detail})",
     httpx.TransportError: "the connection to {host} failed ({detail})",
     httpx.TimeoutException: "{host} did not answer in time" + _RETRY_HINT,
-    httpx.ConnectTimeout: "connecting to {host} timed out: the service may be down or unreachable" + _RETRY_HINT,
+    httpx.ConnectTimeout: "connecting to {host} timed out: the service may be down" + _RETRY_HINT,
     httpx.ReadTimeout: "{host} took the request but did not answer within {timeout}" + _RETRY_HINT,
     httpx.WriteTimeout: "sending the request to {host} timed out" + _RETRY_HINT,
-    httpx.PoolTimeout: "no connection to {host} became free in time: too many calls are in flight" + _RETRY_HINT,
+    httpx.PoolTimeout: "no connection to {host} became free in time: too many calls in flight" + _RETRY_HINT,
     httpx.NetworkError: "network error talking to {host} ({detail})" + _RETRY_HINT,
     httpx.ConnectError: "could not connect to {host} ({detail})" + _RETRY_HINT,
     httpx.ReadError: "the connection to {host} broke while reading the answer ({detail})" + _RETRY_HINT,
@@ -95,7 +95,7 @@ def describe(exc: Exception, url: httpx.URL, timeout_s: float | None = None) -> 
         if isinstance(cause, socket.gaierror):
             return f"the host name '{url.host}' could not be resolved (DNS lookup failed: {cause.strerror})"
         if isinstance(cause, ConnectionRefusedError):
-            return f"{host} refused the connection: the service is not running or not listening there" + _RETRY_HINT
+            return f"{host} refused the connection: the service is not listening there" + _RETRY_HINT
     message = next(MESSAGES[cls] for cls in type(exc).__mro__ if cls in MESSAGES)
     timeout = f"{timeout_s:g} s" if timeout_s is not None else "the time allowed"
     return message.format(host=host, detail=str(exc) or type(exc).__name__, timeout=timeout)

@@ -6,10 +6,10 @@
     execute    render the request → send it (retries, redirects checked against the allowed hosts)
                → read at most ``response.max_bytes`` → shape what the LLM reads (select, template, max_chars)
 
-Arguments only ever fill values: a path template's output is percent-encoded as one segment (so ``/``, ``..``,
-``?``, ``#``, ``@`` and ``%2F`` stay inside it), query and form values are encoded by httpx, and a header value
-holding a line break is refused. Every failure becomes a ``ToolError`` the LLM can read, with secret values
-redacted from it (and from results).
+Arguments only ever fill values: a path template's output is percent-encoded as one segment (so ``/``,
+``..``, ``?``, ``#``, ``@`` and ``%2F`` stay inside it), query and form values are encoded by httpx, and a
+header value holding a line break is refused. Every failure becomes a ``ToolError`` the LLM can read, with
+secret values redacted from it (and from results).
 """
 
 from __future__ import annotations
@@ -31,8 +31,16 @@ from ..definitions import ToolDefinition
 from ..errors import Problem, ToolError
 from ..invoke import TRUNCATION_MARK
 from ..jsonselect import SelectionMissing, Selector, SelectorInvalid, compile_selector
-from ..templates import (OMIT, Compiled, RenderError, Template, TemplateInvalid, compile_template, compile_value,
-                         environment)
+from ..templates import (
+    OMIT,
+    Compiled,
+    RenderError,
+    Template,
+    TemplateInvalid,
+    compile_template,
+    compile_value,
+    environment,
+)
 from ..upstream import TRANSIENT, UPSTREAM_EXCEPTIONS, TooLarge, describe, new_client, read_capped
 from . import BindingProblems, Bound, BuildEnv
 
@@ -203,7 +211,8 @@ def _parse_url(url: str, problems: _Problems) -> tuple[httpx.URL, str, str]:
         problems.add(("url",), f"invalid url {url!r}: expected http(s)://host[:port]/path")
         return httpx.URL("http://invalid/"), "/", ""
     if any(marker in match["authority"] for marker in _MARKERS):
-        problems.add(("url",), "the url's scheme, host and port are fixed: templates may appear in its path only")
+        problems.add(("url",), "the url's scheme, host and port are fixed: templates may appear in its path "
+                               "only")
     elif "@" in match["authority"]:
         problems.add(("url",), "credentials in the url would be shown wherever the url is: send them in "
                                "'headers' with {{ secrets.NAME }}")
@@ -211,7 +220,8 @@ def _parse_url(url: str, problems: _Problems) -> tuple[httpx.URL, str, str]:
         problems.add(("url",), "templates in the url's query string: put templated parameters under 'query', "
                                "which encodes them")
     if match["fragment"]:
-        problems.add(("url",), f"the url's fragment {match['fragment']!r} is never sent to a server: remove it")
+        problems.add(("url",), f"the url's fragment {match['fragment']!r} is never sent to a server: "
+                               "remove it")
     try:
         origin = httpx.URL(f"{match['scheme'].lower()}://{match['authority']}/")
     except httpx.InvalidURL as exc:
@@ -226,8 +236,8 @@ def _headers(spec: Mapping[str, Any], problems: _Problems) -> list[tuple[str, Co
     headers = []
     for name, value in spec.items():
         if name.lower() in RESERVED_HEADERS:
-            problems.add(("headers", name), f"header '{name}' is set by the gateway (from the url and the body) "
-                                            "and cannot be declared", key=True)
+            problems.add(("headers", name), f"header '{name}' is set by the gateway (from the url and the "
+                                            "body) and cannot be declared", key=True)
             continue
         if isinstance(value, str) and _UNSENDABLE_IN_HEADER.search(value.strip("\n")):
             problems.add(("headers", name), f"header '{name}' holds a line break or control character")
@@ -255,7 +265,8 @@ def _response(spec: Mapping[str, Any], problems: _Problems) -> ResponseShape:
     expect = spec.get("expect", "auto")
     if expect == "text" and select is not None:
         problems.add(("response", "select"), "'select' reads JSON, but 'expect' is text")
-    return ResponseShape(expect, select, template, spec.get("max_chars"), spec.get("max_bytes", DEFAULT_MAX_BYTES))
+    return ResponseShape(expect, select, template, spec.get("max_chars"),
+                         spec.get("max_bytes", DEFAULT_MAX_BYTES))
 
 
 def _located(parts: list[tuple[Any, Compiled | Template | None]]):
@@ -321,7 +332,8 @@ def _request(binding: HttpBinding, client: httpx.AsyncClient, scope: Mapping[str
         url = httpx.URL(f"{binding.origin_text}{path}")
     except httpx.InvalidURL as exc:
         raise _fail(binding, f"the url is invalid: {exc}") from None
-    if not _same_origin(url, binding.origin):  # defence in depth: encoding already keeps arguments in the path
+    # Defence in depth: percent-encoding already keeps arguments inside the path.
+    if not _same_origin(url, binding.origin):
         raise _fail(binding, "the rendered url would change the fixed scheme, host or port")
     headers = []
     for name, compiled in binding.headers:
@@ -348,8 +360,8 @@ def _request(binding: HttpBinding, client: httpx.AsyncClient, scope: Mapping[str
         options["content"] = "" if rendered is OMIT else text(rendered)
         if not any(name.lower() == "content-type" for name, _ in headers):
             headers.append(("Content-Type", b"text/plain; charset=utf-8"))
-    return client.build_request(binding.method, url, headers=headers, timeout=httpx.Timeout(binding.timeout_s),
-                                **options)
+    timeout = httpx.Timeout(binding.timeout_s)
+    return client.build_request(binding.method, url, headers=headers, timeout=timeout, **options)
 
 
 def _pairs(values: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -379,7 +391,8 @@ async def _send(binding: HttpBinding, client: httpx.AsyncClient, request: httpx.
             response, body = await _exchange(binding, client, request)
         except UPSTREAM_EXCEPTIONS as exc:
             if last or not isinstance(exc, TRANSIENT):
-                raise _fail(binding, f"{_target(request)}: {describe(exc, request.url, binding.timeout_s)}") from None
+                message = describe(exc, request.url, binding.timeout_s)
+                raise _fail(binding, f"{_target(request)}: {message}") from None
             await asyncio.sleep(_backoff(attempt, None))
             continue
         if last or response.status_code not in RETRY_STATUSES or _accepted(binding, response.status_code):
@@ -409,8 +422,8 @@ async def _exchange(binding: HttpBinding, client: httpx.AsyncClient, request: ht
                     return response, await read_capped(response, limit, strict=accepted)
                 except TooLarge:
                     raise _fail(binding, f"{_target(request)}: the answer is larger than "
-                                         f"{binding.response.max_bytes} bytes, the most this tool reads; ask for "
-                                         "less (filters, paging) if the tool allows it") from None
+                                         f"{binding.response.max_bytes} bytes, the most this tool reads; ask "
+                                         "for less (filters, paging) if the tool allows it") from None
             if not _same_origin(current.url, following.url):
                 _check_redirect(binding, request, following)
                 for name in binding.secret_headers:
@@ -428,14 +441,15 @@ def _same_origin(a: httpx.URL, b: httpx.URL) -> bool:
 
 def _check_redirect(binding: HttpBinding, request: httpx.Request, following: httpx.Request) -> None:
     target = following.url
-    upgrade = (target.host == binding.origin.host and request.url.scheme == "http" and target.scheme == "https"
-               and target.port is None)
     home = _same_origin(target, binding.origin)
-    if home or upgrade or (target.scheme in ("http", "https") and target.host.lower() in binding.allow_redirect_hosts):
+    upgrade = (target.host == binding.origin.host and request.url.scheme == "http"
+               and target.scheme == "https" and target.port is None)
+    listed = target.scheme in ("http", "https") and target.host.lower() in binding.allow_redirect_hosts
+    if home or upgrade or listed:
         return
     raise _fail(binding, f"{_target(request)}: the service redirected to another host "
-                         f"({target.scheme}://{target.netloc.decode('ascii', 'replace')}), which this tool does not "
-                         "follow (the definition's allow_redirect_hosts does not list it)")
+                         f"({target.scheme}://{target.netloc.decode('ascii', 'replace')}), which this tool "
+                         "does not follow (the definition's allow_redirect_hosts does not list it)")
 
 
 def _accepted(binding: HttpBinding, status: int) -> bool:
@@ -445,7 +459,7 @@ def _accepted(binding: HttpBinding, status: int) -> bool:
 
 
 def _target(request: httpx.Request) -> str:
-    """``GET http://host:port/path`` — without the query string, which may hold what should not be repeated."""
+    """``GET http://host:port/path``, without the query string (which may hold what must not be repeated)."""
     url = request.url
     return f"{request.method} {url.copy_with(query=None, fragment=None)}"
 
@@ -462,12 +476,12 @@ def _shape(binding: HttpBinding, request: httpx.Request, response: httpx.Respons
         if shape.select is not None:
             raise _fail(binding, f"{_target(request)}: the answer (HTTP {status}) is empty, so "
                                  f"'{shape.select.expression}' selects nothing")
-    elif shape.expect == "json" or shape.select is not None or (shape.expect == "auto" and _is_json(content_type)):
+    elif shape.expect == "json" or shape.select or (shape.expect == "auto" and _is_json(content_type)):
         try:
             value = json.loads(body)
         except ValueError:
-            shown = content_type or "no content type"
-            raise _fail(binding, f"{_target(request)}: expected JSON, got {shown}: {_excerpt(body)}") from None
+            got = f"{content_type or 'no content type'}: {_excerpt(body)}"
+            raise _fail(binding, f"{_target(request)}: expected JSON, got {got}") from None
     else:
         value = _decode(binding, request, response, body, content_type)
     if shape.select is not None:
@@ -476,8 +490,8 @@ def _shape(binding: HttpBinding, request: httpx.Request, response: httpx.Respons
         except SelectionMissing as exc:
             raise _fail(binding, f"the answer has no '{shape.select.expression}': {exc}") from None
     if shape.template is not None:
-        rendered = _render(binding, "the response", shape.template,
-                           {"result": value, "status": status, "args": scope["args"], "context": scope["context"]})
+        names = {"result": value, "status": status, "args": scope["args"], "context": scope["context"]}
+        rendered = _render(binding, "the response", shape.template, names)
         if rendered is OMIT:
             raise _fail(binding, "the response template reads a value that the answer does not have")
         value = rendered

@@ -1,10 +1,11 @@
-"""A small weather-stations API the gateway serves under ``/demo``: the upstream of the HTTP-bound example tools
-(``tool-definitions/http-demo.yaml``), so they work with no outside service.
+"""A small weather-stations API the gateway serves under ``/demo``: the upstream of the HTTP-bound example
+tools (``tool-definitions/http-demo.yaml``), so they work with no outside service.
 
     GET  /stations?q=&country=&limit=       search by name or id (q) and country code; newest reading included
     GET  /stations/{station_id}             one station and its latest reading; 404 if unknown
     POST /stations/{station_id}/readings    record a reading, JSON: {"temperature_c": number,
-                                            "wind_kph"?: number, "conditions"?: [string], "note"?: string|null}
+                                              "wind_kph"?: number, "conditions"?: [string],
+                                              "note"?: string|null}
                                             → 201 with the stored reading; 422 with the reasons if invalid
 
 Readings are kept in memory (the last ``KEEP_READINGS`` per station), per ``routes()`` call.
@@ -22,20 +23,20 @@ from starlette.routing import BaseRoute, Route
 
 KEEP_READINGS = 20
 MAX_LIMIT = 50
-STATIONS = (
-    {"id": "oslo-blindern", "name": "Oslo Blindern", "country": "NO", "elevation_m": 94, "lat": 59.94, "lon": 10.72},
-    {"id": "bergen-florida", "name": "Bergen Florida", "country": "NO", "elevation_m": 12, "lat": 60.38, "lon": 5.33},
-    {"id": "tromso", "name": "Tromsø", "country": "NO", "elevation_m": 100, "lat": 69.65, "lon": 18.94},
-    {"id": "reykjavik", "name": "Reykjavík", "country": "IS", "elevation_m": 52, "lat": 64.13, "lon": -21.90},
-    {"id": "zurich-fluntern", "name": "Zürich Fluntern", "country": "CH", "elevation_m": 556, "lat": 47.38,
-     "lon": 8.57},
-    {"id": "lyon-bron", "name": "Lyon Bron", "country": "FR", "elevation_m": 201, "lat": 45.73, "lon": 4.94},
-    {"id": "valencia", "name": "València", "country": "ES", "elevation_m": 11, "lat": 39.48, "lon": -0.37},
-    {"id": "edinburgh-gogarbank", "name": "Edinburgh Gogarbank", "country": "GB", "elevation_m": 57, "lat": 55.93,
-     "lon": -3.34},
-)
-_SEED = {"oslo-blindern": 4.5, "bergen-florida": 7.1, "tromso": -3.2, "reykjavik": 2.8, "zurich-fluntern": 9.4,
-         "lyon-bron": 13.0, "valencia": 19.6, "edinburgh-gogarbank": 8.2}
+_FIELDS = ("id", "name", "country", "elevation_m", "lat", "lon")
+STATIONS = tuple(dict(zip(_FIELDS, row, strict=True)) for row in (
+    ("oslo-blindern", "Oslo Blindern", "NO", 94, 59.94, 10.72),
+    ("bergen-florida", "Bergen Florida", "NO", 12, 60.38, 5.33),
+    ("tromso", "Tromsø", "NO", 100, 69.65, 18.94),
+    ("reykjavik", "Reykjavík", "IS", 52, 64.13, -21.90),
+    ("zurich-fluntern", "Zürich Fluntern", "CH", 556, 47.38, 8.57),
+    ("lyon-bron", "Lyon Bron", "FR", 201, 45.73, 4.94),
+    ("valencia", "València", "ES", 11, 39.48, -0.37),
+    ("edinburgh-gogarbank", "Edinburgh Gogarbank", "GB", 57, 55.93, -3.34),
+))
+# The first reading of each station (°C), so that a fresh server has something to show.
+_SEED = {"oslo-blindern": 4.5, "bergen-florida": 7.1, "tromso": -3.2, "reykjavik": 2.8,
+         "zurich-fluntern": 9.4, "lyon-bron": 13.0, "valencia": 19.6, "edinburgh-gogarbank": 8.2}
 _READING_FIELDS = {"temperature_c", "wind_kph", "conditions", "note"}
 
 
@@ -51,11 +52,11 @@ def routes() -> list[BaseRoute]:
 
 class _Store:
     def __init__(self) -> None:
-        self.readings: dict[str, deque[dict[str, Any]]] = {
-            station["id"]: deque([{"temperature_c": _SEED[station["id"]], "wind_kph": 12.0, "conditions": ["cloudy"],
-                                   "note": None, "observed_at": "2026-01-01T12:00:00Z"}], maxlen=KEEP_READINGS)
-            for station in STATIONS
-        }
+        self.readings: dict[str, deque[dict[str, Any]]] = {}
+        for station_id, temperature in _SEED.items():
+            first = {"temperature_c": temperature, "wind_kph": 12.0, "conditions": ["cloudy"], "note": None,
+                     "observed_at": "2026-01-01T12:00:00Z"}
+            self.readings[station_id] = deque([first], maxlen=KEEP_READINGS)
 
     def _view(self, station: dict[str, Any]) -> dict[str, Any]:
         return {**station, "latest_reading": self.readings[station["id"]][-1]}
@@ -71,7 +72,8 @@ class _Store:
             return _error(422, f"limit must be between 1 and {MAX_LIMIT}")
         found = [
             self._view(s) for s in STATIONS
-            if (not q or q in s["id"] or q in s["name"].casefold()) and (not country or s["country"] == country)
+            if (not q or q in s["id"] or q in s["name"].casefold())
+            and (not country or s["country"] == country)
         ]
         return JSONResponse({"count": len(found), "stations": found[:limit]})
 
