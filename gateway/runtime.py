@@ -23,6 +23,7 @@ from .catalog import Catalog, build_catalog
 from .definitions import DefinitionsCache, load_definitions
 from .errors import DefinitionsInvalid, Problem
 from .settings import Settings
+from .upstream import new_client
 
 log = logging.getLogger("gateway")
 Listener = Callable[[Catalog], Awaitable[None]]
@@ -67,8 +68,8 @@ class Gateway:
     def http_client(self) -> httpx.AsyncClient:
         """The pooled client every HTTP-bound tool shares; created on first use, closed by ``aclose``."""
         if self._http is None:
-            self._http = httpx.AsyncClient(
-                follow_redirects=False,
+            # new_client: no redirects of its own (the binding checks each hop) and no cookie jar shared by users.
+            self._http = new_client(
                 limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
                 timeout=httpx.Timeout(self.settings.default_timeout_s),
             )
