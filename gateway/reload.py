@@ -53,6 +53,13 @@ class _Place:
             return cls(None, None)
 
 
+@dataclass
+class _Watch:
+    path: Path
+    stop: asyncio.Event  # awatch checks it between steps: stopping takes one step, not a cancelled thread's wait
+    task: asyncio.Task[None] | None = None
+
+
 class Reloader:
     """Rebuilds ``gateway``'s catalog on each trigger: file changes (when ``watch``), ``SIGHUP``, ``trigger()``."""
 
@@ -66,22 +73,28 @@ class Reloader:
         self.root = Path(os.path.abspath(gateway.settings.definitions))
         self._wanted = asyncio.Event()
         self._place = _Place(None, None)
-        self._directory_watch: asyncio.Task[None] | None = None
-        self._tasks: list[asyncio.Task[None]] = []
+        self._parent: _Watch | None = None
+        self._directory: _Watch | None = None
+        self._rebuilder: asyncio.Task[None] | None = None
         self._sighup = False
 
+    @property
+    def watched(self) -> tuple[Path, ...]:
+        """The directories watched now: the definitions directory (recursively) and its parent (not)."""
+        return tuple(w.path for w in (self._directory, self._parent) if w and w.task and not w.task.done())
+
     def trigger(self) -> None:
-        """Ask for a rebuild (safe to call from the event loop's thread only, as signal handlers there are)."""
+        """Ask for a rebuild (from the event loop's thread, where signal handlers run too)."""
         self._wanted.set()
 
     async def start(self) -> None:
-        self._tasks.append(asyncio.create_task(self._rebuild_forever(), name="gateway-reload"))
+        # watchfiles logs every batch at INFO; this module says it at DEBUG.
+        logging.getLogger("watchfiles.main").setLevel(logging.WARNING)
+        self._rebuilder = asyncio.create_task(self._rebuild_forever(), name="gateway-reload")
         if self.watch:
             self._follow_root()
-            parent = self.root.parent
-            self._tasks.append(asyncio.create_task(
-                self._watch(parent, recursive=False, accept=lambda path: Path(path).name == self.root.name),
-                name="gateway-watch-parent"))
+            self._parent = self._start_watch(self.root.parent, recursive=False,
+                                             accept=lambda path: Path(path).name == self.root.name)
             log.info("watching %s for changes%s", self.root, " (polling)" if self.poll else "")
         with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):  # not the main thread: no signals
             asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.trigger)
@@ -91,11 +104,14 @@ class Reloader:
         if self._sighup:
             asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
             self._sighup = False
-        tasks = [*self._tasks, *([self._directory_watch] if self._directory_watch else [])]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        self._tasks, self._directory_watch = [], None
+        watches = [w for w in (self._directory, self._parent) if w is not None]
+        for watch in watches:
+            watch.stop.set()
+        if self._rebuilder is not None:
+            self._rebuilder.cancel()  # a build already running finishes in its thread; its result is dropped
+        await asyncio.gather(*(w.task for w in watches if w.task), *([self._rebuilder] if self._rebuilder else []),
+                             return_exceptions=True)
+        self._directory = self._parent = self._rebuilder = None
 
     async def _rebuild_forever(self) -> None:
         while True:
@@ -111,38 +127,42 @@ class Reloader:
     def _follow_root(self) -> None:
         """(Re)start the recursive watch when the definitions path leads to a different directory than before."""
         place = _Place.of(self.root)
-        if place == self._place and (self._directory_watch is None or not self._directory_watch.done()):
+        running = self._directory is not None and self._directory.task is not None and not self._directory.task.done()
+        if place == self._place and (running or place.real is None):
             return
-        if self._directory_watch is not None:
-            self._directory_watch.cancel()
-            self._directory_watch = None
+        if self._directory is not None:
+            self._directory.stop.set()
+            self._directory = None
         self._place = place
         if place.real is not None:
             ignored = DefaultFilter()
-            self._directory_watch = asyncio.create_task(
-                self._watch(Path(place.real), recursive=True, accept=lambda path: ignored(Change.modified, path)),
-                name="gateway-watch-definitions")
+            self._directory = self._start_watch(Path(place.real), recursive=True,
+                                                accept=lambda path: ignored(Change.modified, path))
 
-    async def _watch(self, path: Path, *, recursive: bool, accept: Callable[[str], bool],
-                     poll: bool | None = None) -> None:
-        poll = self.poll if poll is None else poll
+    def _start_watch(self, path: Path, *, recursive: bool, accept: Callable[[str], bool]) -> _Watch:
+        watch = _Watch(path, asyncio.Event())
+        watch.task = asyncio.create_task(self._watch(watch, recursive=recursive, accept=accept, poll=self.poll),
+                                         name=f"gateway-watch {path}")
+        return watch
+
+    async def _watch(self, watch: _Watch, *, recursive: bool, accept: Callable[[str], bool], poll: bool) -> None:
         # awatch sets up its watch before it first waits; this callback runs after that, so one rebuild covers
         # whatever changed before the watch began (since the last build, or while the watch was moved).
         asyncio.get_running_loop().call_soon(self._wanted.set)
         try:
-            async for changes in awatch(path, watch_filter=lambda _change, changed: accept(changed),
-                                        debounce=self.debounce_ms, step=self.step_ms, recursive=recursive,
-                                        force_polling=poll, ignore_permission_denied=True):
-                log.debug("%d change(s) below %s", len(changes), path)
+            async for changes in awatch(watch.path, watch_filter=lambda _change, changed: accept(changed),
+                                        stop_event=watch.stop, debounce=self.debounce_ms, step=self.step_ms,
+                                        recursive=recursive, force_polling=poll, ignore_permission_denied=True):
+                log.debug("%d change(s) below %s", len(changes), watch.path)
                 self._wanted.set()
         except FileNotFoundError:  # gone before the watch began; the parent's watch sees it come back
             self._wanted.set()
         except OSError as exc:  # out of inotify watches, or a file system without notifications
             if poll:
-                log.error("cannot watch %s: %s; reload with SIGHUP or POST /admin/reload", path, exc)
+                log.error("cannot watch %s: %s; reload with SIGHUP or POST /admin/reload", watch.path, exc)
                 return
-            log.warning("cannot watch %s for notifications (%s): polling it instead", path, exc)
-            await self._watch(path, recursive=recursive, accept=accept, poll=True)
+            log.warning("cannot watch %s for notifications (%s): polling it instead", watch.path, exc)
+            await self._watch(watch, recursive=recursive, accept=accept, poll=True)
 
 
 @contextlib.asynccontextmanager

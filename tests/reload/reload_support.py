@@ -1,0 +1,58 @@
+"""Helpers for the hot-reload tests (``from reload_support import ...``): files to rewrite, and waiting on
+conditions with a deadline, never on time."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+PROBE = '''
+from typing import Annotated
+
+
+def echo(text: Annotated[str, "Text to send back."]) -> str:
+    return text
+
+
+def version() -> str:
+    return "{version}"
+'''
+
+
+def tool_yaml(*ids: str, function: str = "echo", description: str = "Sends the text back.") -> str:
+    """A definitions file declaring ``ids``, each bound to ``reload_probe:<function>``."""
+    tools = "".join(
+        f"  - id: {tool_id}\n    name: {tool_id}\n    user_description: {description}\n"
+        f"    ai_description: {description}\n    binding: {{python: \"reload_probe:{function}\"}}\n"
+        for tool_id in ids
+    )
+    return f"tools:\n{tools}"
+
+
+def write(path: Path, text: str) -> None:
+    """Replace ``path`` atomically, as editors and config tools do (a reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+
+
+async def until(condition: Callable[[], object], what: str, timeout: float = 20.0) -> None:
+    """Poll ``condition`` until it holds; fail with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.005)
+
+
+def wait_until(condition: Callable[[], object], what: str, timeout: float = 20.0) -> None:
+    """``until`` for synchronous tests."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.005)
