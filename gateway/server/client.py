@@ -1,0 +1,143 @@
+"""The browser side of the gateway, under ``/client``: the runtime, the tools' scripts, the live bridge, the demo.
+
+    GET /client/gateway-tools.js       the browser runtime (``gateway/static/gateway-tools.js``)
+    GET /client/scripts/<tool id>.js   the script of a tool with a browser binding — only those are served
+    WS  /client/bridge                 a live session: the page answers the calls ``gateway.bridge`` forwards
+    GET /client/demo                   the demo page: a task form with a chat box whose tools read and fill it
+
+None of these needs an API key: a browser cannot send one with ``<script src>`` or a WebSocket, the scripts are
+code that every page using the tools runs anyway, and a bridge session only answers calls from callers that know
+its random id. What keeps other web sites out is the Origin check (``OriginGuard``, which covers the WebSocket
+handshake too) and ``ClientCors``, which answers CORS for the same origins and no others.
+
+Scripts are cached by the catalog version: their ``ETag`` is the version, so a browser revalidates with one
+conditional request and fetches again only after a reload changed the catalog.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from importlib.resources import files
+
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.types import ASGIApp
+from starlette.websockets import WebSocket
+
+from ..bridge import Bridge, Session, TooManySessions
+from ..runtime import Gateway
+from ..settings import Settings
+from .errors import error_response
+from .origins import OriginGuard
+from .rest import _not_modified
+
+log = logging.getLogger("gateway.server")
+JAVASCRIPT = "text/javascript; charset=utf-8"
+# Headers a page may send cross-origin: auth, the REST context headers, and what the MCP client sends.
+CORS_HEADERS = ("Authorization", "Content-Type", "If-None-Match", "X-Gateway-Session", "X-Conversation-Id",
+                "X-User", "Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-ID")
+CORS_EXPOSED = ("ETag", "Mcp-Session-Id", "Mcp-Protocol-Version")
+
+
+def routes(gateway: Gateway) -> list[BaseRoute]:
+    """The ``/client`` routes; attaches a ``Bridge`` to the gateway unless it has one."""
+    if gateway.bridge is None:
+        gateway.bridge = Bridge()
+    client = ClientApi(gateway, gateway.bridge)
+    return [
+        Route("/client/gateway-tools.js", client.runtime, methods=["GET"]),
+        Route("/client/scripts/{tool_id}.js", client.script, methods=["GET"]),
+        Route("/client/demo", client.demo, methods=["GET"]),
+        WebSocketRoute("/client/bridge", client.bridge_session),
+    ]
+
+
+class ClientCors(CORSMiddleware):
+    """CORS answers for the origins ``OriginGuard`` lets through: ``allowed_origins`` and loopback pages.
+
+    It sits inside the guard, which has already refused every other origin with 403; it still checks, so that
+    no order of middleware can make it answer for an origin the settings do not allow.
+    """
+
+    def __init__(self, app: ASGIApp, settings: Settings):
+        super().__init__(app, allow_methods=("GET", "POST", "DELETE"), allow_headers=CORS_HEADERS,
+                         expose_headers=CORS_EXPOSED, max_age=600)
+        self.guard = OriginGuard(app, settings)
+
+    def is_allowed_origin(self, origin: str) -> bool:
+        # Same-origin requests need no CORS answer, so only the listed origins count here.
+        return self.guard.origin_allowed(origin, host="", scheme="")
+
+
+class ClientApi:
+    def __init__(self, gateway: Gateway, bridge: Bridge):
+        self.gateway = gateway
+        self.bridge = bridge
+        self.runtime_body = _static("gateway-tools.js")
+        self.runtime_etag = '"' + hashlib.sha256(self.runtime_body).hexdigest()[:16] + '"'
+        self.demo_body = _static("demo.html")
+
+    async def runtime(self, request: Request) -> Response:
+        headers = {"ETag": self.runtime_etag, "Cache-Control": "no-cache"}
+        if _not_modified(request, self.runtime_etag):
+            return Response(status_code=304, headers=headers)
+        return Response(self.runtime_body, headers=headers, media_type=JAVASCRIPT)
+
+    async def script(self, request: Request) -> Response:
+        """The script a browser-bound tool declares, read once per catalog; 404 for any other name."""
+        catalog = self.gateway.catalog
+        tool_id = request.path_params["tool_id"]
+        tool = catalog.tools.get(tool_id)
+        if tool is None or tool.script is None:
+            return error_response(404, f"No tool '{tool_id}' with a browser script in this gateway.")
+        headers = {"ETag": f'"{catalog.version}"', "Cache-Control": "no-cache"}
+        if _not_modified(request, headers["ETag"]):
+            return Response(status_code=304, headers=headers)
+        try:
+            body = catalog.memo(("client:script", tool.id), tool.script.read_bytes)
+        except OSError:  # removed since the catalog was built; the next reload will say so
+            return error_response(404, f"The script of tool '{tool.id}' is no longer on disk.")
+        return Response(body, headers=headers, media_type=JAVASCRIPT)
+
+    async def demo(self, request: Request) -> Response:
+        return Response(self.demo_body, headers={"Cache-Control": "no-cache"}, media_type="text/html; charset=utf-8")
+
+    async def bridge_session(self, websocket: WebSocket) -> None:
+        """One page's live session, from its connection to its end (which fails the calls still pending)."""
+        try:
+            session = self.bridge.connect()
+        except TooManySessions as exc:
+            log.warning("refused a browser session: %s", exc)
+            await websocket.close(code=1013, reason="too many browser sessions; try again later")
+            return
+        await websocket.accept()
+        writer = asyncio.create_task(_write(websocket, session))
+        try:
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
+                if message.get("text") is not None:
+                    self.bridge.receive(session, message["text"])
+        finally:
+            self.bridge.disconnect(session)
+            writer.cancel()
+            await asyncio.gather(writer, return_exceptions=True)
+
+
+async def _write(websocket: WebSocket, session: Session) -> None:
+    while True:
+        frame = await session.outbox.get()
+        try:
+            await websocket.send_text(frame)
+        except Exception:  # the page went away mid-send; the reader sees the disconnect and ends the session
+            log.debug("bridge: could not send to a closing page", exc_info=True)
+            return
+
+
+def _static(name: str) -> bytes:
+    return files("gateway").joinpath("static", name).read_bytes()
