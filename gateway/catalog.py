@@ -74,7 +74,8 @@ class Catalog:
     settings: Settings
     warnings: tuple[Problem, ...] = ()
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
-    _memo_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # Re-entrant: a memoised value may be built from other memoised values (a listing from per-tool entries).
+    _memo_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def get(self, tool_id: str) -> Tool:
         tool = self.tools.get(tool_id)
