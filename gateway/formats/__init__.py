@@ -1,0 +1,90 @@
+"""Tool declarations in each provider's format: ``render(catalog, fmt)``.
+
+Formats: ``openai`` and ``openai-strict`` (Chat Completions function tools), ``anthropic`` (Messages API tools),
+``gemini`` (FunctionDeclaration) and ``mcp`` (MCP Tool). Each adapts the tool's JSON Schema to what the target
+accepts (adapt.py, refs.py, strict.py); a tool whose schema cannot be adapted is left out of that format with a
+diagnostic naming the tool, where (file:line:col) and why — the rest of the list is unaffected.
+
+Renderings are memoised per catalog (a catalog never changes): the whole list per format, and each tool per
+format, so offering a subset of tools (the chat loop) costs a lookup once warm. Treat the returned lists and
+dicts as read-only: they are shared.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..catalog import Catalog, Tool
+from ..errors import BadRequest
+from . import anthropic, gemini, mcp, openai
+from .errors import Unadaptable
+from .strict import restore_arguments
+
+__all__ = ["FORMATS", "Rendered", "Unadaptable", "render", "render_tool", "render_tools", "restore_arguments"]
+
+log = logging.getLogger("gateway.formats")
+
+FORMATS: Mapping[str, Callable[[Tool], dict[str, Any]]] = {
+    "openai": openai.render,
+    "openai-strict": openai.render_strict,
+    "anthropic": anthropic.render,
+    "gemini": gemini.render,
+    "mcp": mcp.render,
+}
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """Declarations in one format, and why any tool was left out of it."""
+
+    tools: list[dict[str, Any]]
+    diagnostics: list[str]
+
+
+def render(catalog: Catalog, fmt: str) -> Rendered:
+    """Every tool of ``catalog`` in format ``fmt`` (``BadRequest`` for an unknown format)."""
+    _renderer(fmt)
+    return catalog.memo(("format", fmt), lambda: render_tools(catalog.tools.values(), fmt, catalog=catalog))
+
+
+def render_tools(tools: Iterable[Tool], fmt: str, *, catalog: Catalog | None = None) -> Rendered:
+    """``tools`` in format ``fmt``, in order; pass the ``catalog`` they belong to for its per-tool cache."""
+    declarations: list[dict[str, Any]] = []
+    diagnostics: list[str] = []
+    for tool in tools:
+        if catalog is not None and catalog.tools.get(tool.id) is tool:
+            one = catalog.memo(("format", fmt, tool.id), lambda tool=tool: render_tool(tool, fmt))
+        else:
+            one = render_tool(tool, fmt)
+        declarations += one.tools
+        diagnostics += one.diagnostics
+    return Rendered(declarations, diagnostics)
+
+
+def render_tool(tool: Tool, fmt: str) -> Rendered:
+    """One tool in format ``fmt``: ``tools`` holds its declaration, or is empty and ``diagnostics`` says why."""
+    renderer = _renderer(fmt)
+    try:
+        return Rendered([renderer(tool)], [])
+    except Unadaptable as exc:
+        return Rendered([], [_diagnostic(tool, fmt, exc.path, exc.reason)])
+    except Exception as exc:  # a schema this module mishandles must not take the whole listing down
+        log.exception("rendering tool %r as %s failed", tool.id, fmt)
+        return Rendered([], [_diagnostic(tool, fmt, (), f"internal error: {type(exc).__name__}: {exc}")])
+
+
+def _renderer(fmt: str) -> Callable[[Tool], dict[str, Any]]:
+    try:
+        return FORMATS[fmt]
+    except KeyError:
+        raise BadRequest(f"unknown format {fmt!r}; use one of: {', '.join(FORMATS)}") from None
+
+
+def _diagnostic(tool: Tool, fmt: str, path: tuple[str | int, ...], reason: str) -> str:
+    where = "input_schema" + "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path)
+    located = tool.definition.problem(["input_schema", *path], f"tool '{tool.id}' left out of the {fmt} format: "
+                                      f"{reason} (at {where})")
+    return str(located)
