@@ -345,10 +345,12 @@ def _request(binding: HttpBinding, client: httpx.AsyncClient, scope: Mapping[str
             raise _fail(binding, f"the value for header '{name}' contains a line break or control character, "
                                  "which cannot be sent in an HTTP header")
         headers.append((name, value.encode("utf-8")))
+    options: dict[str, Any] = {}
     # httpx would replace the url's own query string with params rather than add to it.
-    options: dict[str, Any] = {"params": binding.url_query}
-    if binding.query is not None:
-        options["params"] = [*binding.url_query, *_pairs(_render(binding, "the query", binding.query, scope))]
+    params = [*binding.url_query, *_pairs(_render(binding, "the query", binding.query, scope))] if (
+        binding.query is not None) else binding.url_query
+    if params:
+        options["params"] = params
     if binding.body_kind == "json":
         rendered = _render(binding, "the json body", binding.body, scope)
         if rendered is not OMIT:

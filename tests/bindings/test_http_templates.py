@@ -51,12 +51,21 @@ def test_unsafe_or_broken_templates_do_not_compile(source, fragment):
         compile_template(source)
 
 
-@pytest.mark.parametrize("source", ["{{ args.d.update({'a': 1}) }}", "{{ args.l.append(1) }}",
-                                    "{{ args.s.__class__.__mro__ }}"])
+@pytest.mark.parametrize("source", ["{{ args.l.append(1) }}", "{{ args.s.__class__.__mro__ }}"])
 def test_sandbox_refuses_mutation_and_internals(source):
     """The sandbox forbids changing arguments and reaching Python internals: rendering raises RenderError."""
     with pytest.raises(RenderError, match="SecurityError"):
-        compile_value(source).render({"args": {"d": {}, "l": [], "s": "x"}})
+        compile_value(source).render({"args": {"l": [], "s": "x"}})
+
+
+def test_mapping_members_are_data_not_methods():
+    """`x.items` on a mapping is its "items" key (or nothing), never the dict method, so no dict method runs."""
+    arguments = {"items": [1, 2], "d": {}}
+    assert compile_value("{{ args.items }}").render({"args": arguments}) == [1, 2]
+    assert compile_template("{{ args['items'] | join(',') }}").render({"args": arguments}) == "1,2"
+    assert compile_value("{{ args.d.update({'a': 1}) }}").render({"args": arguments}) is OMIT
+    assert compile_template("{{ result.keys }}", {"result"}).render({"result": {"keys": "k"}}) == "k"
+    assert arguments == {"items": [1, 2], "d": {}}
 
 
 async def test_template_failure_at_call_time_is_an_error_result(upstream, build_tools):
