@@ -87,7 +87,8 @@ def percentile(samples: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
-async def measure(upstream: str, gateway: str, definitions: Path, rounds: int) -> dict[tuple[str, str], list[float]]:
+async def measure(upstream: str, gateway: str, definitions: Path,
+                  rounds: int) -> dict[tuple[str, str], list[float]]:
     settings = Settings(definitions=definitions)
     async with new_client() as client:
         env = BuildEnv(settings=settings, root=definitions, http_client=lambda: client)
@@ -150,10 +151,11 @@ def main() -> None:
         (definitions / "http-demo.yaml").write_text(text.replace(SHIPPED_ORIGIN, upstream), encoding="utf-8")
         environment = {**os.environ, "PYTHONPATH": str(REPO)}
         processes = [
-            subprocess.Popen([sys.executable, __file__, "--upstream", upstream.rsplit(":", 1)[1]], env=environment),
+            subprocess.Popen([sys.executable, __file__, "--upstream", upstream.rsplit(":", 1)[1]],
+                             env=environment),
             subprocess.Popen([sys.executable, "-m", "gateway", "serve", str(definitions), "--no-reload",
-                              "--port", gateway.rsplit(":", 1)[1]], env=environment | {
-                                  "TOOL_GATEWAY_LOG_LEVEL": "warning"}),
+                              "--port", gateway.rsplit(":", 1)[1]],
+                             env=environment | {"TOOL_GATEWAY_LOG_LEVEL": "warning"}),
         ]
         try:
             wait_until_up(upstream + "/demo/stations", processes[0])

@@ -104,7 +104,7 @@ class Template:
     references: References
     _template: JinjaTemplate | None = None
     _expression: Callable[..., Any] | None = None
-    # (name, key) for the common ``{{ args.x }}``: read directly, with Jinja's result, at a fraction of its cost.
+    # (name, key) for the common ``{{ args.x }}``: read directly, as Jinja would, at a fraction of its cost.
     _lookup: tuple[str, str] | None = None
 
     def render(self, scope: Mapping[str, Any]) -> Any:
