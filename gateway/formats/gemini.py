@@ -86,7 +86,6 @@ def gemini_schema(node: Any, path: Path) -> dict[str, Any]:
         types = []
     if not types and not nullable and "anyOf" not in node and "enum" not in node:
         node["anyOf"] = list(ANY_SCALAR)  # any value: ask for a scalar, the simplest kind
-        nullable = True
 
     out: dict[str, Any] = {}
     notes: list[str] = []
@@ -102,8 +101,10 @@ def gemini_schema(node: Any, path: Path) -> dict[str, Any]:
     if types and "type" not in out:
         out["type"] = types[0].upper()
     for key, value in node.items():
-        if key in ("type", "enum", "description", "properties", "required", "additionalProperties") or key in SILENT:
+        if key in ("type", "enum", "description", "properties", "required") or key in SILENT:
             continue
+        if key == "additionalProperties" and isinstance(value, bool):
+            continue  # Gemini rejects the keyword; a model fills the declared properties anyway
         if key == "items":
             out["items"] = gemini_schema(value, (*path, "items"))
         elif key == "anyOf":
@@ -123,9 +124,10 @@ def gemini_schema(node: Any, path: Path) -> dict[str, Any]:
             notes.append(note(key, value))
     if types == ["object"]:
         out.update(_object(node, path))
-        if isinstance(node.get("additionalProperties"), Mapping):
-            notes.append(note("other keys", gemini_schema(node["additionalProperties"], path)))
-    if nullable:
+    if nullable and "anyOf" in out:
+        # OpenAPI 3.0's nullable qualifies a type, so each alternative carries it.
+        out["anyOf"] = [{**sub, "nullable": True} for sub in out["anyOf"]]
+    elif nullable:
         out["nullable"] = True
     if node.get("description"):
         out["description"] = node["description"]
