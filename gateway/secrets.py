@@ -39,6 +39,8 @@ def missing(names: Collection[str], environ: Mapping[str, str] | None = None) ->
 
 def resolve(names: Collection[str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The values of ``names``; raises ``SecretsMissing`` naming every one that is not set."""
+    if not names:
+        return {}
     environ = os.environ if environ is None else environ
     absent = missing(names, environ)
     if absent:

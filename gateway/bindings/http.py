@@ -172,6 +172,8 @@ def _parse(definition: ToolDefinition, env: BuildEnv) -> HttpBinding:
     body = problems.compile((body_kind,), spec[body_kind], typed=body_kind != "text") if body_kind else None
     response = _response(spec.get("response", {}), problems)
 
+    for part in ("query", "form", "headers", "json"):
+        _check_keys(spec.get(part), (part,), problems)
     request_parts = [("url", path), ("query", query), (body_kind, body)]
     request_parts += [(("headers", name), compiled) for name, compiled in headers]
     _check_arguments(definition, [*request_parts, (("response", "template"), response.template)], problems)
@@ -246,6 +248,19 @@ def _headers(spec: Mapping[str, Any], problems: _Problems) -> list[tuple[str, Co
         if compiled is not None:
             headers.append((name, compiled))
     return headers
+
+
+def _check_keys(value: Any, where: tuple[str | int, ...], problems: _Problems) -> None:
+    """Keys (parameter, header and JSON member names) are sent as written: a template there is a mistake."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if any(marker in str(key) for marker in _MARKERS):
+                problems.add((*where, key), f"'{key}' is a key, and keys are not templates: only values are",
+                             key=True)
+            _check_keys(item, (*where, key), problems)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_keys(item, (*where, index), problems)
 
 
 def _response(spec: Mapping[str, Any], problems: _Problems) -> ResponseShape:

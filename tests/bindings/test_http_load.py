@@ -32,6 +32,7 @@ tools:
           env: "{{ os.environ }}"
           key: "{{ secrets[args.x] }}"
           who: "{{ context.password }}"
+          "{{ args.x }}": keyed
         response:
           template: "{{ secrets.TOKEN }}"
   - id: origin
@@ -91,19 +92,20 @@ EXPECTED = [
     (22, 16, "unknown name(s) 'os' in template (it may use: args, context, secrets)"),
     (23, 16, "secrets must be named literally (secrets.NAME), not chosen by an expression"),
     (24, 16, "unknown context field(s) password"),
-    (26, 21, "unknown name(s) 'secrets' in template (it may use: args, context, result, status)"),
-    (33, 14, "the url's scheme, host and port are fixed: templates may appear in its path only"),
-    (40, 14, "the url's scheme, host and port are fixed"),
-    (47, 14, "credentials in the url"),
-    (47, 14, "templates in the url's query string: put templated parameters under 'query'"),
-    (47, 14, "the url's fragment '#top' is never sent"),
-    (56, 18, "retries resend the request, which is not safe for POST: set 'retry_unsafe: true'"),
-    (58, 11, "header 'Host' is set by the gateway"),
-    (59, 18, "header 'X-Bad' holds a line break or control character"),
-    (61, 19, "invalid selector 'stations[0]'"),
-    (68, 9, "http binding: give at most one body (json, form or text)"),
-    (69, 9, "unknown key 'timeout' in tools[6].binding.http"),
-    (73, 11, "unknown key 'selct' in tools[6].binding.http.response"),
+    (25, 11, "'{{ args.x }}' is a key, and keys are not templates: only values are"),
+    (27, 21, "unknown name(s) 'secrets' in template (it may use: args, context, result, status)"),
+    (34, 14, "the url's scheme, host and port are fixed: templates may appear in its path only"),
+    (41, 14, "the url's scheme, host and port are fixed"),
+    (48, 14, "credentials in the url"),
+    (48, 14, "templates in the url's query string: put templated parameters under 'query'"),
+    (48, 14, "the url's fragment '#top' is never sent"),
+    (57, 18, "retries resend the request, which is not safe for POST: set 'retry_unsafe: true'"),
+    (59, 11, "header 'Host' is set by the gateway"),
+    (60, 18, "header 'X-Bad' holds a line break or control character"),
+    (62, 19, "invalid selector 'stations[0]'"),
+    (69, 9, "http binding: give at most one body (json, form or text)"),
+    (70, 9, "unknown key 'timeout' in tools[6].binding.http"),
+    (74, 11, "unknown key 'selct' in tools[6].binding.http.response"),
 ]
 
 

@@ -163,3 +163,12 @@ async def test_cookies_are_never_kept_between_calls(upstream, build_tools, share
     await invoke(catalog, "t")
     second = await invoke(catalog, "t")
     assert second.value == {"received": None}
+
+
+async def test_non_ascii_header_values_are_sent_as_utf8(upstream, build_tools):
+    """A header value outside ASCII (from an argument) is sent as UTF-8 bytes rather than failing the call."""
+    catalog = build_tools(http_tool({"url": upstream.at("/echo/h"), "headers": {"X-Name": "{{ args.name }}"}},
+                                    {"name": {"type": "string"}}))
+    result = await invoke(catalog, "t", {"name": "Zoë"})
+    assert not result.is_error, result.text
+    assert result.value["headers"]["x-name"].encode("latin-1").decode("utf-8") == "Zoë"
