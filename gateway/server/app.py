@@ -1,0 +1,86 @@
+"""The Starlette app (``create_app``) and ``serve``, which runs it under uvicorn.
+
+The app is the surfaces side by side — REST (``rest.py``), MCP (``mcp.py``), the demo API — behind one Origin
+guard and one JSON error shape. Its lifespan runs the MCP session manager, then any *services* (long-running
+companions such as the definitions watcher, given as ``service(gateway) -> async context manager``), and
+closes the gateway's shared clients last.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import Route
+
+from ..runtime import Gateway
+from ..settings import Settings
+from . import chat, client, rest
+from .auth import is_loopback
+from .errors import EXCEPTION_HANDLERS
+from .mcp import McpSurface
+from .origins import OriginGuard
+
+log = logging.getLogger("gateway.server")
+Service = Callable[[Gateway], AbstractAsyncContextManager[Any]]
+
+
+def create_app(gateway_or_settings: Gateway | Settings, *, services: Sequence[Service] = ()) -> Starlette:
+    """The ASGI app serving one gateway (built from ``Settings`` if given those; that raises
+    ``DefinitionsInvalid`` when the definitions are wrong)."""
+    gateway = gateway_or_settings if isinstance(gateway_or_settings, Gateway) else Gateway(gateway_or_settings)
+    mcp = McpSurface(gateway)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            async with mcp.run(), AsyncExitStack() as stack:
+                for service in services:
+                    await stack.enter_async_context(service(gateway))
+                yield
+        finally:
+            await gateway.aclose()
+
+    app = Starlette(
+        routes=[*rest.routes(gateway), Route("/mcp", mcp), *chat.routes(gateway), *client.routes(gateway)],
+        middleware=[Middleware(OriginGuard, settings=gateway.settings),
+                    Middleware(client.ClientCors, settings=gateway.settings)],
+        exception_handlers=EXCEPTION_HANDLERS,
+        lifespan=lifespan,
+    )
+    app.state.gateway = gateway
+    app.state.mcp = mcp
+    return app
+
+
+def serve(settings: Settings) -> None:
+    """Build the gateway and serve it until interrupted; ``DefinitionsInvalid`` propagates to the CLI."""
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    host = bind_host(settings)
+    gateway = Gateway(settings)
+    for warning in gateway.catalog.warnings:
+        log.warning("%s", warning)
+    app = create_app(gateway)
+    log.info("serving %d tool(s) from %s (catalog %s) on http://%s:%d — REST at /tools, MCP at /mcp",
+             len(gateway.catalog.tools), settings.definitions, gateway.catalog.version, host, settings.port)
+    # Access lines cost a log call per request: only at debug level.
+    uvicorn.run(app, host=host, port=settings.port, log_level=settings.log_level.lower(),
+                access_log=settings.log_level.lower() == "debug", lifespan="on")
+
+
+def bind_host(settings: Settings) -> str:
+    """The address to listen on: loopback only unless API keys protect the gateway; says which at start-up."""
+    if settings.auth_enabled:
+        log.info("auth on: %d API key(s) configured", len(settings.api_keys))
+        return settings.host
+    if not is_loopback(settings.host):
+        log.warning("auth off: no API keys configured, so listening on 127.0.0.1 instead of %s; "
+                    "configure api_keys to serve other hosts", settings.host)
+        return "127.0.0.1"
+    log.info("auth off: no API keys configured; listening on %s (loopback) only", settings.host)
+    return settings.host

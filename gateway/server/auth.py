@@ -1,0 +1,87 @@
+"""Who is calling: API keys (``Authorization: Bearer <key>``), the toolsets a key may use, admin rights.
+
+With no keys configured, auth is off: every caller may use every tool, and admin operations are allowed from
+loopback addresses only (``serve`` then binds 127.0.0.1 alone). With keys configured, every request but
+``/healthz`` and the ``/status`` summary must present one; keys are compared as SHA-256 digests in constant
+time (``Settings.find_key``) and never logged.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from starlette.datastructures import Headers
+
+from ..catalog import Tool
+from ..errors import Forbidden, Unauthorized
+from ..settings import ApiKey, Settings
+
+SCOPE_KEY = "gateway.caller"  # where the MCP adapter finds the caller authenticated for its HTTP request
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    key: ApiKey | None  # the key presented: None when auth is off, or for an anonymous summary request
+    loopback: bool
+    auth: bool  # whether this server requires API keys
+
+    @property
+    def name(self) -> str | None:
+        return self.key.name if self.key else None
+
+    @property
+    def toolsets(self) -> tuple[str, ...]:
+        """The toolsets this caller is limited to; empty means every toolset."""
+        return self.key.toolsets if self.key else ()
+
+    @property
+    def is_admin(self) -> bool:
+        if not self.auth:
+            return self.loopback
+        return self.key is not None and self.key.admin
+
+    def may_use(self, tool: Tool) -> bool:
+        if not self.auth:
+            return True
+        return self.key is not None and self.key.allows(tool.definition.toolsets)
+
+    def check_tool(self, tool: Tool) -> None:
+        if not self.may_use(tool):
+            raise Forbidden(f"This API key may not use tool '{tool.id}' (its toolsets: {', '.join(self.toolsets)}).")
+
+    def check_admin(self) -> None:
+        if not self.is_admin:
+            raise Forbidden("This operation needs an admin API key." if self.auth
+                            else "Without API keys configured, admin operations are allowed from loopback only.")
+
+
+def authenticate(settings: Settings, headers: Headers, client_host: str | None, *, required: bool = True) -> Caller:
+    """The caller behind a request; raises ``Unauthorized`` when auth is on and no valid key was presented.
+
+    ``required=False`` answers an anonymous caller (no key) instead of raising, for endpoints whose summary is
+    public; a wrong key is refused either way.
+    """
+    loopback = is_loopback(client_host)
+    if not settings.auth_enabled:
+        return Caller(None, loopback, auth=False)
+    scheme, _, presented = headers.get("authorization", "").partition(" ")
+    if not presented:
+        if required:
+            raise Unauthorized("Missing API key: send it as 'Authorization: Bearer <key>'.")
+        return Caller(None, loopback, auth=True)
+    key = settings.find_key(presented.strip()) if scheme.lower() == "bearer" else None
+    if key is None:
+        raise Unauthorized("Invalid API key.")
+    return Caller(key, loopback, auth=True)
+
+
+def is_loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,64 @@
+"""One JSON error shape for every HTTP failure the server answers: ``{"error": "<message>", "status": <code>}``.
+
+Gateway errors carry their status (``GatewayError.status``), Starlette's routing errors (404, 405) keep theirs,
+and anything unexpected becomes a 500 whose body names only a reference for the log line that holds the
+traceback. Tool failures are not errors here: they are 200 results with ``is_error`` set (see ``invoke``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ..errors import GatewayError, UnknownTool, Unauthorized
+
+log = logging.getLogger("gateway.server")
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(dumps(body), status, headers, media_type="application/json")
+
+
+def dumps(body: Any) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def error_response(status: int, message: str, headers: dict[str, str] | None = None, **extra: Any) -> Response:
+    return json_response({"error": message, "status": status, **extra}, status, headers)
+
+
+def gateway_error(exc: GatewayError) -> Response:
+    if isinstance(exc, UnknownTool):
+        return error_response(exc.status, str(exc), tool=exc.tool_id, did_you_mean=list(exc.close_matches))
+    if isinstance(exc, Unauthorized):
+        return error_response(exc.status, str(exc), {"WWW-Authenticate": "Bearer"})
+    return error_response(exc.status, str(exc))
+
+
+async def _on_gateway_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, GatewayError)
+    if exc.status >= 500:  # a GatewayError with no client-facing status is a bug like any other
+        return await _on_unexpected(request, exc)
+    return gateway_error(exc)
+
+
+async def _on_http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return error_response(exc.status_code, exc.detail, dict(exc.headers or {}))
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> Response:
+    reference = uuid.uuid4().hex[:8]
+    log.error("unhandled error on %s %s [ref %s]", request.method, request.url.path, reference, exc_info=exc)
+    return error_response(500, f"Internal server error; ref {reference}.")
+
+
+# Starlette routes GatewayError and HTTPException through ExceptionMiddleware and Exception (the catch-all)
+# through ServerErrorMiddleware, which sends our JSON instead of its HTML/plain-text traceback page.
+EXCEPTION_HANDLERS = {GatewayError: _on_gateway_error, HTTPException: _on_http_error, Exception: _on_unexpected}

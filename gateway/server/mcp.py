@@ -1,0 +1,243 @@
+"""MCP at ``/mcp``: streamable HTTP on the official SDK's low-level ``Server``, fed by the catalog.
+
+The SDK owns the protocol: both revisions it serves (the 2025-11-25 ``initialize`` handshake with sessions, and
+the stateless 2026-07-28 per-request envelope), validation of every message, and the transports. This module
+only answers ``tools/list`` and ``tools/call`` from ``gateway.catalog`` and tells clients when it changes:
+
+- ``tools/list``: tools whose scope allows server execution (plus browser tools when the request names a
+  browser session in ``_meta["gateway/session"]``), filtered by the caller's API key, in pages of
+  ``PAGE_SIZE``. Entries come from ``gateway.formats.mcp``, computed once per catalog.
+- ``tools/call``: through ``invoke``. Argument and tool failures are ``isError`` results an LLM can read;
+  an unknown tool, or one the key may not use, is a JSON-RPC error.
+- catalog changes: every 2025-11-25 session hears ``notifications/tools/list_changed`` on its GET stream, and
+  every 2026-07-28 ``subscriptions/listen`` stream gets the same event from the subscription bus.
+
+Responses are JSON, not SSE (``json_response=True``): a tool call here sends no progress notifications, and a
+JSON body costs a fraction of an SSE stream per request. Sessions stay stateful so that 2025-11-25 clients
+have a GET stream to hear about changes on.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import anyio
+from mcp.server.caching import CacheHint
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolRequestParams, PaginatedRequestParams
+from starlette.datastructures import Headers
+from starlette.types import Receive, Scope, Send
+
+from ..catalog import Catalog, Tool
+from ..context import CallContext
+from ..errors import Unauthorized
+from ..invoke import ToolResult, invoke
+from ..runtime import Gateway
+from .auth import SCOPE_KEY, Caller, authenticate
+from .errors import gateway_error
+
+PAGE_SIZE = 500
+SESSION_META = "gateway/session"  # _meta key naming the browser bridge session that may run client tools
+CONVERSATION_META = "gateway/conversation_id"
+
+
+def _version() -> str:
+    try:
+        return version("tool-gateway")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0"
+
+
+class _GatewayServer(Server[Any]):
+    """The low-level Server, advertising ``tools.listChanged`` to handshake-era clients too.
+
+    The streamable-HTTP manager builds each session's ``initialize`` result from
+    ``create_initialization_options()`` without arguments, so the default is where the flag must be set.
+    (2026-07-28 clients see it because ``subscriptions/listen`` is served.)
+    """
+
+    def create_initialization_options(self, notification_options: NotificationOptions | None = None,
+                                      experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+                                      extensions: dict[str, dict[str, Any]] | None = None) -> InitializationOptions:
+        return super().create_initialization_options(notification_options or NotificationOptions(tools_changed=True),
+                                                     experimental_capabilities, extensions)
+
+
+class McpSurface:
+    """The MCP server for one gateway: an ASGI app (the ``/mcp`` endpoint), with ``run()`` its lifetime."""
+
+    def __init__(self, gateway: Gateway):
+        self.gateway = gateway
+        self.bus = InMemorySubscriptionBus()
+        self.listen = ListenHandler(self.bus)
+        self.server = _GatewayServer(
+            "tool-gateway",
+            version=_version(),
+            title="Tool gateway",
+            on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool,
+            on_subscriptions_listen=self.listen,
+            get_tool_input_schema=self.input_schema,
+            # 2026-07-28 clients may cache listings: not across keys (each sees its toolsets), and never past a
+            # reload, which they hear about through subscriptions/listen.
+            cache_hints={"tools/list": CacheHint(ttl_ms=0, scope="private")},
+        )
+        self.server.middleware.append(self.track_connection)
+        # Handshake-era connections with a session (and so a GET stream), by the SDK's Connection object.
+        self.connections: set[Any] = set()
+        self.manager = StreamableHTTPSessionManager(
+            self.server, json_response=True, max_request_body_size=gateway.settings.max_body_bytes)
+        gateway.on_change(self.catalog_changed)
+
+    @asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        async with self.manager.run():
+            try:
+                yield
+            finally:
+                self.listen.close()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Authenticate, leave the caller in the scope for the handlers, and hand over to the SDK."""
+        client = scope.get("client")
+        try:
+            scope[SCOPE_KEY] = authenticate(self.gateway.settings, Headers(scope=scope), client[0] if client else None)
+        except Unauthorized as exc:
+            await gateway_error(exc)(scope, receive, send)
+            return
+        await self.manager.handle_request(scope, receive, send)
+
+    # -- handlers -------------------------------------------------------------------------------------------
+
+    async def list_tools(self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams) -> dict[str, Any]:
+        catalog = self.gateway.catalog
+        tools = self.visible(catalog, _caller(ctx), _session(ctx, params.meta))
+        start = _offset(params.cursor, len(tools))
+        entries = self.entries(catalog)
+        page: dict[str, Any] = {"tools": [entries[tool.id] for tool in tools[start:start + PAGE_SIZE]],
+                                "resultType": "complete"}
+        if start + PAGE_SIZE < len(tools):
+            page["nextCursor"] = str(start + PAGE_SIZE)
+        return page
+
+    async def call_tool(self, ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> dict[str, Any]:
+        catalog = self.gateway.catalog
+        caller = _caller(ctx)
+        tool = catalog.tools.get(params.name)
+        if tool is None or tool.id not in self.entries(catalog):
+            known = [t.id for t in self.visible(catalog, caller, _session(ctx, params.meta))]
+            close = difflib.get_close_matches(params.name, known, n=3, cutoff=0.6)
+            hint = f" Did you mean: {', '.join(close)}?" if close else ""
+            raise MCPError(INVALID_PARAMS, f"Unknown tool '{params.name}'.{hint}")
+        if not caller.may_use(tool):
+            raise MCPError(INVALID_PARAMS, f"Tool '{tool.id}' is not available to this API key.")
+        result = await invoke(catalog, tool.id, params.arguments, _context(ctx, caller, params.meta))
+        return self.call_result(tool, result)
+
+    def input_schema(self, name: str) -> Any:
+        """For the SDK's ``Mcp-Param-*`` header check (2026-07-28): the schema we list, without a listing."""
+        entry = self.entries(self.gateway.catalog).get(name)
+        return entry["inputSchema"] if entry else None
+
+    # -- catalog views --------------------------------------------------------------------------------------
+
+    def entries(self, catalog: Catalog) -> dict[str, dict[str, Any]]:
+        """MCP tool entries by id, once per catalog; a tool MCP cannot express is absent (with a diagnostic)."""
+        return catalog.memo("mcp:entries", lambda: _tmp_entries(catalog))
+
+    def visible(self, catalog: Catalog, caller: Caller, session: str | None) -> list[Tool]:
+        entries = self.entries(catalog)
+        return [
+            tool for tool in catalog.tools.values()
+            if tool.id in entries and (tool.scope.runs_on_server or session) and caller.may_use(tool)
+        ]
+
+    def call_result(self, tool: Tool, result: ToolResult) -> dict[str, Any]:
+        body: dict[str, Any] = {"content": [{"type": "text", "text": result.text}], "isError": result.is_error,
+                                "resultType": "complete"}
+        if result.structured:
+            body["structuredContent"] = _tmp_structured(tool, result.value)
+        return body
+
+    # -- change notifications -------------------------------------------------------------------------------
+
+    async def track_connection(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+        """Server middleware: remember each live handshake-era session, to tell it when the tools change.
+
+        The SDK offers a handler no public handle on its connection's lifetime; ``ServerSession`` keeps the
+        ``Connection`` as ``_connection`` (mcp 2.3). Its ``exit_stack`` unwinds when the session ends, which is
+        when we forget it. Sessionless connections (2026-07-28, stateless) have no stream to notify.
+        """
+        connection = ctx.session._connection  # noqa: SLF001 — see the docstring
+        if connection.session_id is not None and connection not in self.connections:
+            self.connections.add(connection)
+            connection.exit_stack.callback(self.connections.discard, connection)
+        return await call_next(ctx)
+
+    async def catalog_changed(self, catalog: Catalog) -> None:
+        async with anyio.create_task_group() as group:
+            for connection in list(self.connections):
+                group.start_soon(connection.send_tool_list_changed)  # best effort: never raises
+        await self.bus.publish(ToolsListChanged())
+
+
+def _caller(ctx: ServerRequestContext[Any]) -> Caller:
+    return ctx.request.scope[SCOPE_KEY]
+
+
+def _session(ctx: ServerRequestContext[Any], meta: Any) -> str | None:
+    """The browser bridge session a request names: ``_meta["gateway/session"]``, else ``X-Gateway-Session``."""
+    return (meta or {}).get(SESSION_META) or ctx.request.headers.get("x-gateway-session")
+
+
+def _context(ctx: ServerRequestContext[Any], caller: Caller, meta: Any) -> CallContext:
+    headers = ctx.request.headers
+    return CallContext(
+        conversation_id=(meta or {}).get(CONVERSATION_META) or headers.get("x-conversation-id"),
+        user=headers.get("x-user") or caller.name,
+        tool_call_id=str(ctx.request_id) if ctx.request_id is not None else None,
+        session=_session(ctx, meta),
+        side="client" if _session(ctx, meta) else "server",  # a named page runs scope-all tools
+    )
+
+
+def _offset(cursor: str | None, total: int) -> int:
+    """Where a page starts. A catalog that shrank between pages ends the listing; list_changed follows."""
+    if cursor is None:
+        return 0
+    if not cursor.isdigit():
+        raise MCPError(INVALID_PARAMS, f"Invalid cursor {cursor!r}: list the tools again from the start.")
+    return min(int(cursor), total)
+
+
+# TEMPORARY until gateway/formats/mcp.py lands.
+_HINTS = {"read_only": "readOnlyHint", "destructive": "destructiveHint", "idempotent": "idempotentHint",
+          "open_world": "openWorldHint"}
+
+
+def _tmp_entries(catalog):
+    out = {}
+    for tool in catalog.tools.values():
+        d = tool.definition
+        entry = {"name": d.id, "title": d.name, "description": d.ai_description, "inputSchema": dict(tool.input_schema)}
+        if d.output_schema is not None:
+            o = dict(d.output_schema)
+            entry["outputSchema"] = o if o.get("type") == "object" else {
+                "type": "object", "properties": {"result": o}, "required": ["result"]}
+        if d.annotations:
+            entry["annotations"] = {_HINTS[k]: v for k, v in d.annotations.items() if k in _HINTS}
+        out[d.id] = entry
+    return out
+
+
+def _tmp_structured(tool, value):
+    return value if dict(tool.definition.output_schema).get("type") == "object" else {"result": value}

@@ -1,0 +1,161 @@
+"""The REST surface: ``/healthz``, ``/status``, ``/tools``, ``/tools/{id}``, ``POST /tools/{id}/call``.
+
+Every handler reads ``gateway.catalog`` once and answers from that snapshot, so a reload in the middle of a
+request never mixes two catalogs. Listings carry the catalog version as their ``ETag`` and answer
+``If-None-Match`` with 304; the bodies are computed once per catalog (``Catalog.memo``) and sent as bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..catalog import Catalog
+from ..context import CallContext
+from ..errors import BadRequest, PayloadTooLarge
+from ..invoke import invoke
+from ..runtime import Gateway
+from .auth import Caller, authenticate
+from .errors import dumps, json_response
+
+
+def routes(gateway: Gateway) -> list[Route]:
+    api = RestApi(gateway)
+    return [
+        Route("/healthz", api.healthz, methods=["GET"]),
+        Route("/status", api.status, methods=["GET"]),
+        Route("/tools", api.list_tools, methods=["GET"]),
+        Route("/tools/{tool_id}", api.get_tool, methods=["GET"]),
+        Route("/tools/{tool_id}/call", api.call_tool, methods=["POST"]),
+    ]
+
+
+class RestApi:
+    def __init__(self, gateway: Gateway):
+        self.gateway = gateway
+        self.settings = gateway.settings
+
+    def caller(self, request: Request, *, required: bool = True) -> Caller:
+        client = request.client.host if request.client else None
+        return authenticate(self.settings, request.headers, client, required=required)
+
+    async def healthz(self, request: Request) -> Response:
+        return json_response({"status": "ok"})
+
+    async def status(self, request: Request) -> Response:
+        """Summary for anyone; the definitions directory and the last reload's problems for admins only."""
+        caller = self.caller(request, required=False)
+        catalog = self.gateway.catalog
+        last = self.gateway.last_reload
+        body: dict[str, Any] = {"status": "ok", "version": catalog.version, "tools": len(catalog.tools),
+                                "last_reload_ok": last.ok}
+        if caller.is_admin:
+            body |= {"definitions": str(self.settings.definitions), "auth": self.settings.auth_enabled,
+                     "last_reload": last.as_dict()}
+        return json_response(body)
+
+    async def list_tools(self, request: Request) -> Response:
+        """``{"tools": [...]}``; ``?format=`` gives a provider's declarations, ``?toolset=``/``?tag=`` filter."""
+        caller = self.caller(request)
+        catalog = self.gateway.catalog
+        headers = _cache_headers(catalog)
+        if _not_modified(request, headers["ETag"]):
+            return Response(status_code=304, headers=headers)
+        query = request.query_params
+        fmt = query.get("format")
+        toolsets, tags = _listed(query.getlist("toolset")), _listed(query.getlist("tag"))
+        # Per-tool entries first: Catalog.memo does not nest, so nothing memoised is computed inside another.
+        entries = _described(catalog) if fmt is None else _formatted(catalog, fmt)
+
+        def listing() -> bytes:
+            tools = [tool for tool in catalog.select(toolsets=toolsets, tags=tags) if caller.may_use(tool)]
+            return dumps({"tools": [entries[tool.id] for tool in tools if tool.id in entries]})
+
+        if toolsets or tags:
+            body = listing()
+        else:  # the common case: one body per catalog, format and key's toolsets
+            body = catalog.memo(("rest", fmt, caller.toolsets), listing)
+        return Response(body, headers=headers, media_type="application/json")
+
+    async def get_tool(self, request: Request) -> Response:
+        caller = self.caller(request)
+        catalog = self.gateway.catalog
+        tool = catalog.get(request.path_params["tool_id"])
+        caller.check_tool(tool)
+        headers = _cache_headers(catalog)
+        if _not_modified(request, headers["ETag"]):
+            return Response(status_code=304, headers=headers)
+        return Response(dumps(_described(catalog)[tool.id]), headers=headers, media_type="application/json")
+
+    async def call_tool(self, request: Request) -> Response:
+        """Run one call: 200 with the result (``is_error`` for argument and tool failures), else 4xx."""
+        caller = self.caller(request)
+        catalog = self.gateway.catalog
+        tool = catalog.get(request.path_params["tool_id"])
+        caller.check_tool(tool)
+        arguments = _parse_body(await read_body(request, self.settings.max_body_bytes))
+        headers = request.headers
+        context = CallContext(
+            conversation_id=headers.get("x-conversation-id"),
+            user=headers.get("x-user") or caller.name,
+            session=headers.get("x-gateway-session"),
+            side="client" if headers.get("x-gateway-session") else "server",  # a named page runs scope-all tools
+        )
+        result = await invoke(catalog, tool.id, arguments, context)
+        return Response(dumps(result.as_dict()), media_type="application/json")
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 as soon as it is known to exceed ``limit`` — never read past it."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"Request body of {declared} bytes is over the limit of {limit} bytes.")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"Request body is over the limit of {limit} bytes.")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse_body(body: bytes) -> Any:
+    """The arguments a body holds: a JSON value (an object, or a string holding one); empty means none."""
+    if not body.strip():
+        return None
+    try:
+        return json.loads(body)
+    except UnicodeDecodeError:
+        raise BadRequest("Request body is not UTF-8 text.") from None
+    except ValueError as exc:
+        raise BadRequest(f"Request body is not valid JSON: {exc}.") from None
+
+
+def _formatted(catalog: Catalog, fmt: str) -> dict[str, Any]:
+    raise NotImplementedError(fmt)
+
+
+def _described(catalog: Catalog) -> dict[str, dict[str, Any]]:
+    return catalog.memo("rest:describe", lambda: {tool.id: tool.describe() for tool in catalog.tools.values()})
+
+
+def _listed(values: list[str]) -> list[str]:
+    """``?tag=a&tag=b`` and ``?tag=a,b`` alike."""
+    return [item.strip() for value in values for item in value.split(",") if item.strip()]
+
+
+def _cache_headers(catalog: Catalog) -> dict[str, str]:
+    # The body also depends on the caller's key, so caches must keep one copy per Authorization header.
+    return {"ETag": f'"{catalog.version}"', "Vary": "Authorization", "Cache-Control": "no-cache"}
+
+
+def _not_modified(request: Request, etag: str) -> bool:
+    header = request.headers.get("if-none-match")
+    if not header:
+        return False
+    return header.strip() == "*" or any(tag.strip().removeprefix("W/") == etag for tag in header.split(","))
