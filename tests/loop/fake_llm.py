@@ -46,6 +46,7 @@ class Status:
 @dataclass
 class Sent:
     path: str
+    query: dict[str, str]
     headers: dict[str, str]
     body: dict[str, Any]
 
@@ -69,7 +70,7 @@ class FakeLLM:
 
     async def handle(self, request: Request) -> Response:
         body = await request.json()
-        self.requests.append(Sent(request.url.path, dict(request.headers), body))
+        self.requests.append(Sent(request.url.path, dict(request.query_params), dict(request.headers), body))
         if not self.script:
             return JSONResponse({"error": {"message": "the fake LLM has no scripted answer left"}}, 500)
         item = self.script.popleft()
