@@ -9,56 +9,24 @@ not loopback names: ``http://app.test:<port>`` (in the gateway's ``allowed_origi
 from __future__ import annotations
 
 import shutil
-import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from playwright.async_api import Browser, Page, async_playwright
+from browser_site import ALLOWED_HOST, APP_PAGE, CHROMIUM, CHROMIUM_ARGS, Site  # puts fake_llm on the path
+from fake_llm import FakeLLM, Servers, openai_provider
+from playwright.async_api import Browser, BrowserContext, Page, async_playwright
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
+from support import EXAMPLES
 
 from gateway.runtime import Gateway
 from gateway.server.app import create_app
 from gateway.settings import Settings
-from support import EXAMPLES, REPO
-
-# The chat-loop tests' scripted LLM (an OpenAI-compatible server) and their threaded uvicorn runner.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "loop"))
-from fake_llm import FakeLLM, Servers, openai_provider  # noqa: E402
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--no-first-run", "--disable-sync", "--disable-quic", "--host-resolver-rules=MAP *.test 127.0.0.1"]
-ALLOWED_HOST = "app.test"
-DISALLOWED_HOST = "evil.test"
-ARTIFACTS = REPO / "artifacts"
-
-APP_PAGE = """<!doctype html>
-<html><head><meta charset="utf-8"><title>An app on another origin</title>
-<script src="{gateway}/client/gateway-tools.js"></script>
-<script>
-  window.runs = [];  // every handler run in this page, as the runtime announces it
-  window.addEventListener("gatewaytools:executed", function (event) {{ window.runs.push(event.detail); }});
-</script>
-</head><body><h1>An app that uses the gateway's client tools</h1></body></html>
-"""
-
-
-@dataclass
-class Site:
-    gateway: str  # http://127.0.0.1:<port>
-    gateway_app: Gateway
-    pages_port: int
-    llm: FakeLLM
-
-    def page_url(self, host: str = ALLOWED_HOST) -> str:
-        return f"http://{host}:{self.pages_port}/app.html"
 
 
 @pytest.fixture(scope="session")
@@ -112,21 +80,27 @@ async def browser() -> AsyncIterator[Browser]:
         await browser.close()
 
 
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def browser_context(browser: Browser) -> AsyncIterator[BrowserContext]:
+    context = await browser.new_context(viewport={"width": 1280, "height": 820})
+    yield context
+    await context.close()
+
+
 @pytest_asyncio.fixture(loop_scope="session")
-async def open_page(browser: Browser) -> AsyncIterator:
-    """Open a page (in a fresh browser context) at a URL; every page opened is closed after the test."""
-    contexts = []
+async def open_page(browser_context: BrowserContext) -> AsyncIterator:
+    """Open a page at a URL; every page opened is closed after the test (which ends its bridge session)."""
+    pages: list[Page] = []
 
     async def open_(url: str) -> Page:
-        context = await browser.new_context(viewport={"width": 1280, "height": 820})
-        contexts.append(context)
-        page = await context.new_page()
+        page = await browser_context.new_page()
+        pages.append(page)
         await page.goto(url)
         return page
 
     yield open_
-    for context in contexts:
-        await context.close()
+    for page in pages:
+        await page.close()
 
 
 @pytest_asyncio.fixture(loop_scope="session")
