@@ -18,9 +18,10 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
+from ..reload import reloading
 from ..runtime import Gateway
 from ..settings import Settings
-from . import chat, client, rest
+from . import admin, chat, client, rest
 from .auth import is_loopback
 from .errors import EXCEPTION_HANDLERS
 from .mcp import McpSurface
@@ -40,14 +41,16 @@ def create_app(gateway_or_settings: Gateway | Settings, *, services: Sequence[Se
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
             async with mcp.run(), AsyncExitStack() as stack:
-                for service in services:
+                # The reloader always runs: it watches only when settings.reload, and takes SIGHUP.
+                for service in (reloading, *services):
                     await stack.enter_async_context(service(gateway))
                 yield
         finally:
             await gateway.aclose()
 
     app = Starlette(
-        routes=[*rest.routes(gateway), Route("/mcp", mcp), *chat.routes(gateway), *client.routes(gateway)],
+        routes=[*rest.routes(gateway), *admin.routes(gateway), Route("/mcp", mcp), *chat.routes(gateway),
+                *client.routes(gateway)],
         middleware=[Middleware(OriginGuard, settings=gateway.settings),
                     Middleware(client.ClientCors, settings=gateway.settings)],
         exception_handlers=EXCEPTION_HANDLERS,

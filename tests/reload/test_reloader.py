@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from reload_support import PROBE, tool_yaml, until, write
 
 from gateway.catalog import Catalog
 from gateway.context import CallContext
@@ -18,7 +19,6 @@ from gateway.invoke import invoke
 from gateway.reload import Reloader, reloading
 from gateway.runtime import Gateway
 from gateway.settings import Settings
-from reload_support import PROBE, tool_yaml, until, write
 
 
 class Recorder:
