@@ -1,6 +1,6 @@
 """Latency the gateway adds to an HTTP-bound tool, against calling the same upstream directly with httpx.
 
-    python bench/bench_http.py [--rounds 1000]
+    python bench/bench_http.py [--rounds 500]
 
 The upstream (the demo weather-stations API) runs in its own process; so does a gateway serving the example
 tools (``tool-definitions/http-demo.yaml``, pointed at that upstream) over REST. Each round calls, in turn:
@@ -137,7 +137,7 @@ def report(samples: dict[tuple[str, str], list[float]], rounds: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=500)
     parser.add_argument("--upstream", type=int, help=argparse.SUPPRESS)  # internal: run as the upstream
     args = parser.parse_args()
     if args.upstream:
