@@ -168,38 +168,42 @@ class Turn:
             assert reply is not None
             reply = _unique_ids(reply)
             if not reply.tool_calls or final:
-                content = PARAGRAPH.join(self.texts)
-                if not content and reply.tool_calls:
-                    content = (f"(No answer: the model was still calling tools after {self.rounds} round(s), the "
-                               "gateway's limit.)")
-                yield self.finished(content, (), "stop" if reply.tool_calls else reply.finish_reason, reply.model)
+                yield self.answer(reply)
                 return
             self.rounds += 1
             if choice == "required" or isinstance(choice, Mapping):
                 choice = None  # forced for the first round only
             self.messages.append(reply.message())
             plans = [self.plan(call) for call in reply.tool_calls]
-            results = await self.execute([p for p in plans if isinstance(p, _Answer)])
-            executions = [ToolExecution.of(p.call.id, p.arguments, results[p.call.id], self.rounds)
-                          for p in plans if isinstance(p, _Answer)]
-            self.trace += executions
-            if executions:
-                yield Executed(tuple(executions))
-            answers = [tool_message(p.call.id, results[p.call.id]) for p in plans if isinstance(p, _Answer)]
+            answered = [p for p in plans if isinstance(p, _Answer)]
+            results = await self.execute(answered)
+            if answered:
+                executions = tuple(ToolExecution.of(p.call.id, p.arguments, result, self.rounds)
+                                   for p, result in zip(answered, results))
+                self.trace += executions
+                yield Executed(executions)
+            messages = [tool_message(p.call.id, result) for p, result in zip(answered, results)]
             handed = tuple(p.call for p in plans if isinstance(p, _HandBack))
             if handed:
-                yield self.hand_back(handed, answers, reply.model)
+                yield self.hand_back(handed, messages, reply.model)
                 return
-            self.messages += answers
-            direct = [results[p.call.id] for p in plans if isinstance(p, _Answer)]
-            if all(p.offered and p.offered.tool.definition.return_direct for p in plans) \
-                    and not any(r.is_error for r in direct):
-                texts = [r.text for r in direct]
+            self.messages += messages
+            if all(p.offered and p.offered.tool.definition.return_direct for p in answered) \
+                    and len(answered) == len(plans) and not any(r.is_error for r in results):
+                direct = [r.text for r in results]
                 if self.request.stream:
-                    yield TextDelta((PARAGRAPH if self.texts else "") + PARAGRAPH.join(texts))
-                self.texts += texts
+                    yield TextDelta((PARAGRAPH if self.texts else "") + PARAGRAPH.join(direct))
+                self.texts += direct
                 yield self.finished(PARAGRAPH.join(self.texts), (), "stop", reply.model)
                 return
+
+    def answer(self, reply: ModelReply) -> Finished:
+        """The end of the turn in text; calls in a reply to the final, tool-less request are not run."""
+        content = PARAGRAPH.join(self.texts)
+        if not content and reply.tool_calls:
+            content = (f"(No answer: the model was still calling tools after {self.rounds} round(s), the gateway's "
+                       "limit.)")
+        return self.finished(content, (), "stop" if reply.tool_calls else reply.finish_reason, reply.model)
 
     async def ask(self, final: bool, choice: Any) -> AsyncIterator[TextDelta | ModelReply]:
         """One call to the model; text deltas first when streaming, the reply last."""
@@ -268,8 +272,8 @@ class Turn:
             return _HandBack(call)
         return _Answer(call, arguments, offered)
 
-    async def execute(self, answers: list[_Answer]) -> dict[str, ToolResult]:
-        """Results by call id: refusals at once, tool runs concurrently, at most chat.max_parallel_tools at a time."""
+    async def execute(self, answers: list[_Answer]) -> list[ToolResult]:
+        """Results in call order: refusals at once, tool runs concurrently, at most max_parallel_tools at a time."""
         limit = asyncio.Semaphore(self.loop.config.chat.max_parallel_tools)
 
         async def one(answer: _Answer) -> ToolResult:
@@ -278,8 +282,7 @@ class Turn:
             async with limit:
                 return await invoke(self.catalog, answer.offered.tool.id, answer.arguments, self.context(answer.call))
 
-        results = await asyncio.gather(*(one(a) for a in answers))
-        return {a.call.id: r for a, r in zip(answers, results)}
+        return list(await asyncio.gather(*(one(a) for a in answers)))
 
     def context(self, call: ToolCall) -> CallContext:
         return CallContext(conversation_id=self.request.conversation_id, user=self.request.user,

@@ -66,7 +66,7 @@ class ChatEndpoint:
             if chat.user is None:  # as on REST: the X-User header, else the API key's name
                 chat = dataclasses.replace(chat, user=request.headers.get("x-user") or caller.name)
             turn = self.loop.turn(self.gateway.catalog, chat, caller, caller.name)
-            completion = Completion(chat.include_usage)
+            completion = Completion(turn.model, chat.include_usage)
             events = turn.run()
             if not chat.stream:
                 finished = [event async for event in events if isinstance(event, Finished)][-1]
@@ -93,11 +93,11 @@ class ChatEndpoint:
 class Completion:
     """One response's identity, rendered as a body or as chunks."""
 
-    def __init__(self, include_usage: bool):
+    def __init__(self, model: str, include_usage: bool):
         self.id = "chatcmpl-" + uuid.uuid4().hex
         self.created = int(time.time())
+        self.model = model  # as asked; the provider's own name for it once known
         self.include_usage = include_usage
-        self.model = ""
 
     def body(self, finished: Finished) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": finished.content or (

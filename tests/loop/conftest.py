@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -15,7 +16,10 @@ from fake_llm import FakeLLM, Servers, openai_provider
 from starlette.applications import Starlette
 from starlette.routing import Route
 
+from support import EXAMPLES
+
 from gateway.loop import ChatLoop, load_loop_config
+from gateway.loop.handoff import Handoffs
 from gateway.runtime import Gateway
 from gateway.server import chat
 from gateway.settings import Settings
@@ -47,46 +51,66 @@ def llm(_llm_server: FakeLLM) -> Iterator[FakeLLM]:
 
 @dataclass
 class Endpoint:
-    """A running gateway serving the chat routes: its base URL, the gateway, and the waits between retries."""
+    """A running gateway serving the chat routes: its base URL, the gateway, the loop, and the waits between
+    retries the loop asked for."""
 
     url: str
     gateway: Gateway
+    loop: ChatLoop
     sleeps: list[float]
 
     def post(self, body: dict[str, Any], **kwargs: Any) -> httpx.Response:
         return httpx.post(self.url + "/v1/chat/completions", json=body, timeout=30, **kwargs)
 
 
+@pytest.fixture(scope="session")
+def _endpoints(servers: Servers) -> dict[str, Endpoint]:
+    """Running endpoints by their settings: tests with the same settings share one server."""
+    return {}
+
+
 @pytest.fixture
-def endpoint(servers: Servers, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Endpoint]]:
-    """Start the chat endpoint over a definitions directory; ``providers``/``chat`` default to the fake LLM."""
+def endpoint(servers: Servers, _endpoints: dict[str, Endpoint], llm: FakeLLM,
+             monkeypatch: pytest.MonkeyPatch) -> Callable[..., Endpoint]:
+    """The chat endpoint over a definitions directory; ``providers``/``chat`` default to the fake LLM.
+
+    A server is started once per distinct settings and shared; each test gets it with no remembered handoffs
+    and no recorded waits.
+    """
     monkeypatch.setenv("FAKE_LLM_KEY", "sk-test-" + uuid.uuid4().hex)
-    started: list[str] = []
 
     def start(definitions: Path, providers: dict[str, Any] | None = None, chat_settings: dict[str, Any] | None = None,
               **settings: Any) -> Endpoint:
         effective = Settings(definitions=definitions, reload=False,
                              providers=providers if providers is not None else {"default": openai_provider(llm)},
                              chat=chat_settings or {}, **settings)
-        gateway = Gateway(effective)
-        sleeps: list[float] = []
+        key = repr(effective)
+        if key not in _endpoints:
+            _endpoints[key] = _serve(servers, effective)
+        running = _endpoints[key]
+        running.sleeps.clear()
+        running.loop.handoffs = Handoffs()
+        return running
 
-        async def sleep(seconds: float) -> None:
-            sleeps.append(seconds)  # recorded, not waited: tests assert on what was asked, never on time
+    return start
 
-        loop = ChatLoop(load_loop_config(effective), gateway.http_client, sleep=sleep)
 
-        @asynccontextmanager
-        async def lifespan(app: Starlette) -> AsyncIterator[None]:
-            yield
-            await gateway.aclose()
+def _serve(servers: Servers, settings: Settings) -> Endpoint:
+    gateway = Gateway(settings)
+    sleeps: list[float] = []
 
-        url = servers.start(Starlette(routes=chat.routes(gateway, loop), lifespan=lifespan), lifespan="on")
-        started.append(url)
-        return Endpoint(url, gateway, sleeps)
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)  # recorded, not waited: tests assert on what was asked, never on time
 
-    yield start
-    servers.stop(started)
+    loop = ChatLoop(load_loop_config(settings), gateway.http_client, sleep=sleep)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await gateway.aclose()
+
+    url = servers.start(Starlette(routes=chat.routes(gateway, loop), lifespan=lifespan), lifespan="on")
+    return Endpoint(url, gateway, loop, sleeps)
 
 
 LOOP_TOOLS = '''
@@ -189,9 +213,11 @@ def roll() -> int:
 '''
 
 
-@pytest.fixture
-def defs(examples_dir: Path) -> Path:
-    """The shipped tool-definitions plus the loop's test tools (toolset ``test``)."""
+@pytest.fixture(scope="session")
+def defs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the shipped tool-definitions plus the loop's test tools (toolset ``test``); read-only."""
+    examples_dir = tmp_path_factory.mktemp("loop") / "tool-definitions"
+    shutil.copytree(EXAMPLES, examples_dir, ignore=shutil.ignore_patterns("__pycache__"))
     (examples_dir / "loop-tests.yaml").write_text(LOOP_TOOLS.lstrip(), encoding="utf-8")
     (examples_dir / "python" / "loop_test_tools.py").write_text(LOOP_TOOLS_PY.lstrip(), encoding="utf-8")
     (examples_dir / "scripts" / "fill-field.js").write_text(

@@ -36,6 +36,8 @@ class OpenAIProvider(HttpProvider):
             body["tools"] = request.tools
             if request.tool_choice is not None:
                 body["tool_choice"] = request.tool_choice
+        else:
+            body.pop("parallel_tool_calls", None)  # OpenAI refuses it in a request without tools
         if stream:
             body["stream"] = True
         return body
