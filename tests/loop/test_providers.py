@@ -85,9 +85,9 @@ async def test_timeout_is_reported_as_504(provider, llm: FakeLLM):
 
 
 async def test_unreachable_provider(provider, llm: FakeLLM):
-    """A provider nobody listens for is reported as unreachable, after the retries."""
+    """A provider nobody listens on is reported as refusing connections, after the retries."""
     client = provider({"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m", "max_retries": 1})
-    with pytest.raises(ProviderError, match="unreachable at http://127.0.0.1:9/v1"):
+    with pytest.raises(ProviderError, match="LLM provider 'p': 127.0.0.1:9 refused the connection"):
         await client.complete(ModelRequest("m", HELLO))
     assert len(client.sleeps) == 1
 

@@ -10,11 +10,11 @@ Other 4xx answers are final: retrying cannot fix them.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import email.utils
 import json
 import logging
-import os
 import random
 import time
 import uuid
@@ -27,6 +27,7 @@ import httpx
 
 from ... import secrets
 from ...errors import GatewayError
+from ...upstream import describe
 from ..config import ProviderConfig
 
 log = logging.getLogger("gateway.loop")
@@ -95,32 +96,46 @@ def text_of(content: Any) -> str:
     return str(content)
 
 
-class HttpProvider:
+class HttpProvider(abc.ABC):
     """Base of the provider clients: authenticated JSON POSTs with retries, and SSE streams."""
 
-    tool_format = "openai"
+    tool_format = "openai"  # the gateway.formats name its tool declarations are rendered in
+    # Whether a request whose history holds tool calls must still declare the tools (see loop.Turn.ask).
+    keeps_tools_for_history = False
 
     def __init__(self, config: ProviderConfig, http_client: Callable[[], httpx.AsyncClient], *,
-                 sleep: Sleep = asyncio.sleep, environ: Mapping[str, str] | None = None):
+                 sleep: Sleep = asyncio.sleep):
         self.config = config
         self._http_client = http_client
         self._sleep = sleep
-        self._environ = os.environ if environ is None else environ
         self._timeout = httpx.Timeout(config.timeout_s, connect=min(config.timeout_s, 10.0))
+
+    @abc.abstractmethod
+    def auth_headers(self, api_key: str | None) -> dict[str, str]:
+        """The headers that carry ``api_key`` (and any fixed ones the API wants)."""
+
+    @abc.abstractmethod
+    def declare_caller_tool(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """A function the caller declared (OpenAI's ``{type: function, function: ...}``) in this API's format."""
+
+    @abc.abstractmethod
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        """One answer, whole."""
+
+    @abc.abstractmethod
+    def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelReply]:
+        """One answer: its text as it arrives, then the whole ``ModelReply``."""
 
     @property
     def name(self) -> str:
         return self.config.name
-
-    def auth_headers(self, api_key: str | None) -> dict[str, str]:
-        raise NotImplementedError
 
     def headers(self) -> tuple[dict[str, str], dict[str, str]]:
         """The request headers, and the secret values they hold (to redact from anything shown)."""
         templates = self.config.headers
         names = {n for t in [self.config.api_key, *templates.values()] if t is not None for n in t.references.secrets}
         try:
-            values = secrets.resolve(names, self._environ)
+            values = secrets.resolve(names)
         except secrets.SecretsMissing as exc:
             raise ProviderError(f"LLM provider '{self.name}': {exc}.") from None
         scope = {"secrets": values}
@@ -142,16 +157,10 @@ class HttpProvider:
                                            params=dict(self.config.query), timeout=self._timeout)
             try:
                 response = await client.send(request, stream=True)
-            except httpx.TimeoutException:
-                failure: ProviderError = ProviderTimeout(
-                    f"LLM provider '{self.name}' did not answer within {self.config.timeout_s:g} s.")
-                delay = None
-            except httpx.TransportError as exc:
-                failure = ProviderError(f"LLM provider '{self.name}' is unreachable at {self.config.base_url}: "
-                                        f"{type(exc).__name__}.")
-                delay = None
+            except httpx.HTTPError as exc:
+                failure, delay = self.failure(exc, request.url), None
             else:
-                if response.status_code < 400:
+                if response.is_success:
                     try:
                         yield response
                     finally:
@@ -197,11 +206,13 @@ class HttpProvider:
         """Failures while reading a body (after the status line) mapped like failures to connect."""
         try:
             yield
-        except httpx.TimeoutException:
-            raise ProviderTimeout(f"LLM provider '{self.name}' stopped answering for {self.config.timeout_s:g} s.") \
-                from None
-        except httpx.TransportError as exc:
-            raise ProviderError(f"LLM provider '{self.name}' broke the connection: {type(exc).__name__}.") from None
+        except httpx.HTTPError as exc:
+            raise self.failure(exc, httpx.URL(self.config.base_url)) from None
+
+    def failure(self, exc: httpx.HTTPError, url: httpx.URL) -> ProviderError:
+        """An httpx exception in words, once, at the boundary (``gateway.upstream.describe``)."""
+        kind = ProviderTimeout if isinstance(exc, httpx.TimeoutException) else ProviderError
+        return kind(f"LLM provider '{self.name}': {describe(exc, url, self.config.timeout_s)}")
 
     def stream_error(self, data: Mapping[str, Any]) -> ProviderError:
         error = data.get("error")

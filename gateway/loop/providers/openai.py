@@ -17,7 +17,6 @@ MESSAGE_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id
 
 
 class OpenAIProvider(HttpProvider):
-    keeps_tools_for_history = False  # a final call may drop the tools although the history holds tool calls
 
     @property
     def tool_format(self) -> str:  # type: ignore[override]
