@@ -15,7 +15,6 @@ import pytest
 from fake_llm import FakeLLM, Servers, openai_provider
 from starlette.applications import Starlette
 from starlette.routing import Route
-
 from support import EXAMPLES
 
 from gateway.loop import ChatLoop, load_loop_config

@@ -16,8 +16,8 @@ def chat(tmp_path: Path, defs: Path, llm: FakeLLM, *args: str, providers: dict |
     chosen = providers if providers is not None else {"default": openai_provider(llm)}
     settings.write_text(yaml.safe_dump({"providers": chosen, "chat": {"toolsets": ["math", "test"]}}))
     env = {**os.environ, "FAKE_LLM_KEY": "sk-cli"}
-    return subprocess.run([sys.executable, "-m", "gateway", "--settings", str(settings), "chat", *args, "-d", str(defs)],
-                          capture_output=True, text=True, env=env, timeout=60)
+    command = [sys.executable, "-m", "gateway", "--settings", str(settings), "chat", *args, "-d", str(defs)]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=60, check=False)
 
 
 def test_chat_prints_the_answer_and_the_trace(tmp_path, defs, llm):

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import openai
 import pytest
-from fake_llm import Reply, Status
+from fake_llm import Reply, Status, openai_provider
+
+from gateway.server import create_app
+from gateway.settings import ApiKey, Settings, hash_key
 
 QUESTION = "What is the square root of 475695037565?"
 MATH = {"gateway": {"toolsets": ["math"]}}
@@ -89,3 +92,23 @@ def test_sdk_reports_our_errors(client, llm):
     with pytest.raises(openai.APIStatusError, match="upstream exploded") as caught:
         client.chat.completions.create(model="default", messages=[{"role": "user", "content": "x"}])
     assert caught.value.status_code == 502
+
+
+def test_the_served_app_mounts_the_chat_routes(servers, llm, defs, monkeypatch):
+    """The app ``tool-gateway serve`` runs (create_app) answers the SDK at /v1, behind its API-key auth."""
+    monkeypatch.setenv("FAKE_LLM_KEY", "sk-app")
+    settings = Settings(definitions=defs, reload=False, providers={"default": openai_provider(llm)},
+                        api_keys=(ApiKey("app", hash_key("k-app"), ("math",)),))
+    url = servers.start(create_app(settings), lifespan="on")
+    try:
+        llm.answer(Reply(tool_calls=[("call_1", "sum", {"a": 1, "b": 2})]), Reply(content="3"))
+        with openai.OpenAI(base_url=url + "/v1", api_key="k-app", max_retries=0) as sdk:
+            assert [m.id for m in sdk.models.list()] == ["default"]
+            completion = sdk.chat.completions.create(model="default", messages=[{"role": "user", "content": "1+2"}])
+        assert completion.choices[0].message.content == "3"
+        assert sorted(t["function"]["name"] for t in llm.requests[0].body["tools"]) == ["square_root", "sum"]
+        with openai.OpenAI(base_url=url + "/v1", api_key="wrong", max_retries=0) as sdk, \
+                pytest.raises(openai.AuthenticationError):
+            sdk.chat.completions.create(model="default", messages=[{"role": "user", "content": "x"}])
+    finally:
+        servers.stop([url])

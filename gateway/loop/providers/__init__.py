@@ -13,8 +13,16 @@ from .openai import OpenAIProvider
 
 PROVIDERS: dict[str, type[HttpProvider]] = {"openai": OpenAIProvider, "anthropic": AnthropicProvider}
 
-__all__ = ["HttpProvider", "ModelReply", "ModelRequest", "PROVIDERS", "ProviderError", "ProviderTimeout",
-           "ToolCall", "make_provider"]
+__all__ = [
+    "PROVIDERS",
+    "HttpProvider",
+    "ModelReply",
+    "ModelRequest",
+    "ProviderError",
+    "ProviderTimeout",
+    "ToolCall",
+    "make_provider",
+]
 
 
 def make_provider(config: ProviderConfig, http_client: Callable[[], httpx.AsyncClient], **options: Sleep) -> HttpProvider:
