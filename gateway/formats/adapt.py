@@ -174,7 +174,7 @@ def merge_alternatives(base: dict[str, Any], variants: list[Any], key: str) -> d
     required += [name for name in common if name not in required]
     if required:
         out["required"] = required
-    choices = [_alternative(variant, [n for n in s if n not in common]) for variant, s in zip(objects, sets)]
+    choices = [_alternative(variant, [n for n in s if n not in common]) for variant, s in zip(objects, sets, strict=True)]
     if len(objects) > 1 and any(choices):
         word = "exactly one" if key == "oneOf" else "at least one"
         out = describe(out, [f"Give {word} of: " + " | ".join(c or "(nothing more)" for c in choices)])

@@ -30,7 +30,6 @@ from .adapt import (
     prepare,
     split_types,
     tool_description,
-    types_of,
     value_types,
 )
 from .errors import Unadaptable

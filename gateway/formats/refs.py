@@ -89,9 +89,7 @@ class _Inliner:
                 continue
             if key in SCHEMA_MAPS and isinstance(value, dict):
                 out[key] = {name: self.schema(sub, (*path, key, name), stack) for name, sub in value.items()}
-            elif key in SCHEMA_LISTS and isinstance(value, list):
-                out[key] = [self.schema(sub, (*path, key, i), stack) for i, sub in enumerate(value)]
-            elif key == "items" and isinstance(value, list):  # draft-07 tuple form
+            elif isinstance(value, list) and (key in SCHEMA_LISTS or key == "items"):  # list items: draft-07 tuples
                 out[key] = [self.schema(sub, (*path, key, i), stack) for i, sub in enumerate(value)]
             elif key in SCHEMA_SINGLES:
                 out[key] = self.schema(value, (*path, key), stack)

@@ -31,8 +31,6 @@ from .adapt import (
     note,
     prepare,
     split_types,
-    types_of,
-    value_types,
 )
 from .errors import Unadaptable
 

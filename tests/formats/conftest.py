@@ -16,7 +16,9 @@ import yaml
 from anthropic.types import ToolParam
 from google.genai import types as genai
 from jsonschema import Draft202012Validator
-from openai.lib._pydantic import _ensure_strict_json_schema  # the SDK's own strict-mode pass, as a second opinion
+from openai.lib._pydantic import (
+    _ensure_strict_json_schema,  # the SDK's own strict-mode pass, as a second opinion
+)
 from openai.types.chat import ChatCompletionToolParam
 from openai.types.shared_params import FunctionDefinition
 from pydantic import TypeAdapter
