@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fake_llm import Reply, Status, openai_provider
+from loop.fake_llm import Reply, Status, openai_provider
 
 from gateway.settings import ApiKey, hash_key
 
