@@ -102,11 +102,8 @@ def map_subschemas(node: Mapping[str, Any], path: Path, fn: Callable[[Any, Path]
             out[key] = {name: fn(sub, (*path, key, name)) for name, sub in value.items()}
         elif key in SCHEMA_LISTS and isinstance(value, list):
             out[key] = [fn(sub, (*path, key, i)) for i, sub in enumerate(value)]
-        elif key in SCHEMA_SINGLES or key == "$defs":
-            out[key] = (
-                {name: fn(sub, (*path, key, name)) for name, sub in value.items()} if key == "$defs"
-                else fn(value, (*path, key))
-            )
+        elif key in SCHEMA_SINGLES:
+            out[key] = fn(value, (*path, key))
         else:
             out[key] = value
     return out
@@ -128,14 +125,27 @@ def with_items(node: Any, path: Path) -> Any:
 
 def flatten_root(root: dict[str, Any]) -> dict[str, Any]:
     """The root as one object without ``allOf``/``anyOf``/``oneOf``: parts merged, alternatives described."""
-    if "allOf" in root:
-        root = merge_all_of([{k: v for k, v in root.items() if k != "allOf"}, *root["allOf"]], ("allOf",))
-    for key in ("anyOf", "oneOf"):
-        if key in root:
-            rest = {k: v for k, v in root.items() if k != key}
-            root = merge_alternatives(rest, root[key], key)
+    root = flatten_object(root, ())
     root["type"] = "object"
     return root
+
+
+def flatten_object(node: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    """An object schema with its ``allOf`` parts merged in and its ``anyOf``/``oneOf`` alternatives merged into
+    one object, the choice said in words (for roots, and for targets without combinators beside properties)."""
+    out = dict(node)
+    if "allOf" in out:
+        out = merge_all_of([{k: v for k, v in out.items() if k != "allOf"}, *out["allOf"]], (*path, "allOf"))
+    for key in ("anyOf", "oneOf"):
+        if key in out:
+            rest = {k: v for k, v in out.items() if k != key}
+            out = merge_alternatives(rest, out[key], key)
+    return out
+
+
+def is_object_with_alternatives(node: Mapping[str, Any]) -> bool:
+    """An object that declares properties (or its type) and also has ``anyOf``/``oneOf`` about them."""
+    return ("anyOf" in node or "oneOf" in node) and ("properties" in node or types_of(node) == ["object"])
 
 
 def merge_alternatives(base: dict[str, Any], variants: list[Any], key: str) -> dict[str, Any]:
@@ -291,20 +301,17 @@ def make_nullable(node: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(node)
     if accepts_null(out):
         return out
-    if "$ref" in out:
-        return {"anyOf": [out, {"type": "null"}]}
-    if "anyOf" in out:
+    if "anyOf" in out and "$ref" not in out:
         out["anyOf"] = [*out["anyOf"], {"type": "null"}]
         return out
+    if "const" in out:
+        out["enum"] = [out.pop("const")]
+    if "enum" not in out and not types_of(out):
+        return {"anyOf": [out, {"type": "null"}]}  # a $ref, or a schema whose type is implied
     if "enum" in out:
         out["enum"] = [*out["enum"], None]
-    if "const" in out:
-        out["enum"] = [out.pop("const"), None]
-    types = types_of(out)
-    if types:
-        out["type"] = [*types, "null"]
-    elif "enum" not in out:
-        out["type"] = ["null"]
+    if types_of(out):
+        out["type"] = [*types_of(out), "null"]
     return out
 
 

@@ -24,7 +24,9 @@ from .adapt import (
     Path,
     check_parameter_names,
     describe,
+    flatten_object,
     implied_types,
+    is_object_with_alternatives,
     merge_all_of,
     note,
     prepare,
@@ -66,7 +68,9 @@ def gemini_schema(node: Any, path: Path) -> dict[str, Any]:
     if node is False:
         raise Unadaptable(path, "a schema that accepts nothing (false)")
     node = dict(node) if isinstance(node, Mapping) else {}
-    if "allOf" in node:
+    if is_object_with_alternatives(node):
+        node = flatten_object(node, path)  # neither target takes anyOf beside properties
+    elif "allOf" in node:
         node = merge_all_of([{k: v for k, v in node.items() if k != "allOf"}, *node["allOf"]], (*path, "allOf"))
     if "oneOf" in node:
         if "anyOf" in node:

@@ -25,7 +25,9 @@ from .adapt import (
     Path,
     accepts_null,
     describe,
+    flatten_object,
     implied_types,
+    is_object_with_alternatives,
     make_nullable,
     merge_all_of,
     note,
@@ -65,7 +67,9 @@ class _Strict:
         node = dict(node) if isinstance(node, Mapping) else {}
         if "$ref" in node:
             return {"$ref": node["$ref"]}  # strict mode takes no keywords beside a $ref
-        if "allOf" in node:
+        if is_object_with_alternatives(node):
+            node = flatten_object(node, path)  # neither target takes anyOf beside properties
+        elif "allOf" in node:
             node = merge_all_of([{k: v for k, v in node.items() if k != "allOf"}, *node["allOf"]], (*path, "allOf"))
         if "oneOf" in node:
             if "anyOf" in node:
@@ -130,7 +134,6 @@ class _Strict:
             strict = self.node(sub, (*path, "properties", name), depth + 1)
             converted[name] = strict if name in required else make_nullable(strict)
         return {"properties": converted, "required": list(converted), "additionalProperties": False}
-
 
 
 def _as_any_of(node: Mapping[str, Any], path: Path) -> dict[str, Any]:

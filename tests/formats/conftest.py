@@ -119,6 +119,13 @@ HARD: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {
          "oneOf": [{"required": ["id"]}, {"required": ["name"]}]},
         [{"id": 1}, {"name": "lamp", "verbose": True}],
     ),
+    "object alternatives": (
+        {"type": "object", "properties": {
+            "filter": {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}},
+                       "oneOf": [{"required": ["id"]}, {"required": ["name"]}]},
+        }, "required": ["filter"]},
+        [{"filter": {"id": 1}}, {"filter": {"name": "lamp"}}],
+    ),
     "type unions and formats": (
         {"type": "object", "properties": {
             "when": {"type": "string", "format": "date-time"},

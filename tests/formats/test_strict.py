@@ -108,3 +108,18 @@ def test_restore_drops_only_the_nulls_strict_mode_added(make_tool):
     sent = {"query": "x", "limit": None, "note": None, "filter": {"min": 1, "max": None}, "rows": [{"id": None}]}
     assert restore_arguments(schema, sent) == {"query": "x", "note": None, "filter": {"min": 1}, "rows": [{}]}
     assert restore_arguments(schema, {"query": None}) == {"query": None}  # required: left for validation to reject
+
+
+def test_alternatives_inside_an_object_become_words(make_tool):
+    """An object's oneOf over which properties to give merges into the object; the choice is described."""
+    schema = {"type": "object", "properties": {
+        "filter": {"type": "object", "description": "What to match.",
+                   "properties": {"id": {"type": "integer"}, "name": {"type": "string"}},
+                   "oneOf": [{"required": ["id"]}, {"required": ["name"]}]},
+    }, "required": ["filter"]}
+    parameters = _parameters(make_tool(schema))
+    assert parameters["properties"]["filter"] == {
+        "type": "object", "description": "What to match. (Give exactly one of: id | name)",
+        "properties": {"id": {"type": ["integer", "null"]}, "name": {"type": ["string", "null"]}},
+        "required": ["id", "name"], "additionalProperties": False,
+    }
