@@ -143,9 +143,26 @@ def flatten_object(node: Mapping[str, Any], path: Path) -> dict[str, Any]:
     return out
 
 
-def is_object_with_alternatives(node: Mapping[str, Any]) -> bool:
-    """An object that declares properties (or its type) and also has ``anyOf``/``oneOf`` about them."""
-    return ("anyOf" in node or "oneOf" in node) and ("properties" in node or types_of(node) == ["object"])
+def normalise(node: Any, path: Path) -> dict[str, Any]:
+    """A subschema made ready for targets without ``allOf``, ``oneOf`` or ``const`` (strict mode, Gemini).
+
+    ``false`` is refused; an object's alternatives and ``allOf`` parts are merged; ``oneOf`` is read as ``anyOf``
+    (it accepts whatever oneOf does, and the gateway still checks the original); ``const`` is a one-value enum.
+    """
+    if node is False:
+        raise Unadaptable(path, "a schema that accepts nothing (false)")
+    out = dict(node) if isinstance(node, Mapping) else {}
+    if ("anyOf" in out or "oneOf" in out) and ("properties" in out or types_of(out) == ["object"]):
+        out = flatten_object(out, path)  # neither target takes anyOf beside properties
+    elif "allOf" in out:
+        out = merge_all_of([{k: v for k, v in out.items() if k != "allOf"}, *out["allOf"]], (*path, "allOf"))
+    if "oneOf" in out:
+        if "anyOf" in out:
+            raise Unadaptable(path, "anyOf and oneOf on one schema")
+        out["anyOf"] = out.pop("oneOf")
+    if "const" in out:
+        out["enum"] = [out.pop("const")]
+    return out
 
 
 def merge_alternatives(base: dict[str, Any], variants: list[Any], key: str) -> dict[str, Any]:

@@ -24,10 +24,8 @@ from .adapt import (
     Path,
     check_parameter_names,
     describe,
-    flatten_object,
     implied_types,
-    is_object_with_alternatives,
-    merge_all_of,
+    normalise,
     note,
     prepare,
     split_types,
@@ -65,19 +63,7 @@ def render(tool: Tool) -> dict[str, Any]:
 
 def gemini_schema(node: Any, path: Path) -> dict[str, Any]:
     """One JSON Schema (``$ref``-free) as a Gemini ``Schema`` dict."""
-    if node is False:
-        raise Unadaptable(path, "a schema that accepts nothing (false)")
-    node = dict(node) if isinstance(node, Mapping) else {}
-    if is_object_with_alternatives(node):
-        node = flatten_object(node, path)  # neither target takes anyOf beside properties
-    elif "allOf" in node:
-        node = merge_all_of([{k: v for k, v in node.items() if k != "allOf"}, *node["allOf"]], (*path, "allOf"))
-    if "oneOf" in node:
-        if "anyOf" in node:
-            raise Unadaptable(path, "anyOf and oneOf on one schema")
-        node["anyOf"] = node.pop("oneOf")
-    if "const" in node:
-        node["enum"] = [node.pop("const")]
+    node = normalise(node, path)
     types = implied_types(node)
     nullable = "null" in types
     types = [t for t in types if t != "null"]

@@ -25,11 +25,9 @@ from .adapt import (
     Path,
     accepts_null,
     describe,
-    flatten_object,
     implied_types,
-    is_object_with_alternatives,
     make_nullable,
-    merge_all_of,
+    normalise,
     note,
     prepare,
     split_types,
@@ -62,22 +60,9 @@ class _Strict:
         self.properties = 0
 
     def node(self, node: Any, path: Path, depth: int, *, root: bool = False) -> dict[str, Any]:
-        if node is False:
-            raise Unadaptable(path, "a schema that accepts nothing (false)")
-        node = dict(node) if isinstance(node, Mapping) else {}
-        if "$ref" in node:
+        if isinstance(node, Mapping) and "$ref" in node:
             return {"$ref": node["$ref"]}  # strict mode takes no keywords beside a $ref
-        if is_object_with_alternatives(node):
-            node = flatten_object(node, path)  # neither target takes anyOf beside properties
-        elif "allOf" in node:
-            node = merge_all_of([{k: v for k, v in node.items() if k != "allOf"}, *node["allOf"]], (*path, "allOf"))
-        if "oneOf" in node:
-            if "anyOf" in node:
-                raise Unadaptable(path, "anyOf and oneOf on one schema")
-            # anyOf accepts whatever oneOf does; the gateway still checks the original oneOf.
-            node["anyOf"] = node.pop("oneOf")
-        if "const" in node:
-            node["enum"] = [node.pop("const")]
+        node = normalise(node, path)
         types = implied_types(node)
         if len([t for t in types if t != "null"]) > 1 and "enum" not in node:
             return self.node(_as_any_of(node, path), path, depth)
