@@ -23,7 +23,8 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 from starlette.requests import Request
@@ -113,14 +114,16 @@ class Completion:
         body["tool_executions"] = [e.as_dict() for e in finished.trace]
         return body
 
-    async def stream(self, first: Event, events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
+    async def stream(self, first: Event, events: AsyncGenerator[Event, None]) -> AsyncIterator[bytes]:
         yield self.chunk({"role": "assistant", "content": ""})
         try:
-            for chunk in self.render(first):
-                yield chunk
-            async for event in events:
-                for chunk in self.render(event):
+            # aclosing: a client that goes away stops the turn at once, with its upstream request and tool calls.
+            async with aclosing(events):
+                for chunk in self.render(first):
                     yield chunk
+                async for event in events:
+                    for chunk in self.render(event):
+                        yield chunk
         except GatewayError as exc:
             yield _event({"error": _error_body(exc)})
             return
