@@ -52,14 +52,19 @@ def prepare(schema: Mapping[str, Any], *, keep_cycles: bool) -> dict[str, Any]:
     return root
 
 
+def model_text(tool: Tool) -> str:
+    """The description a model reads: ``ai_description`` (falling back to what else describes the tool)."""
+    d = tool.definition
+    return d.ai_description or d.user_description or d.name or tool.id
+
+
 def tool_description(tool: Tool, prepared: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """What the model reads about the tool: its ``ai_description``, then the parameters' own description.
 
     The root schema's description (with what ``flatten_root`` said there) moves up into the tool's description,
     the one text every provider is sure to show its model.
     """
-    d = tool.definition
-    text = d.ai_description or d.user_description or d.name or tool.id
+    text = model_text(tool)
     root = dict(prepared)
     extra = root.pop("description", None)
     return (f"{text}\n\n{extra}" if extra else text), root

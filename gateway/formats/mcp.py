@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..catalog import Tool
-from .adapt import types_of
+from .adapt import model_text, types_of
 from .refs import DEFINITIONS
 
 # YAML annotation keys → MCP ToolAnnotations hint names.
@@ -30,7 +30,7 @@ def render(tool: Tool) -> dict[str, Any]:
     entry: dict[str, Any] = {"name": tool.id}
     if d.name:
         entry["title"] = d.name
-    entry["description"] = d.ai_description or d.user_description
+    entry["description"] = model_text(tool)
     entry["inputSchema"] = dict(tool.input_schema)
     if d.output_schema is not None:
         entry["outputSchema"] = output_schema(d.output_schema)
