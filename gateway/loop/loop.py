@@ -248,18 +248,18 @@ class Turn:
         if offered is None:
             close = difflib.get_close_matches(call.name, self.offer.names, n=1)
             hint = f" Did you mean '{close[0]}'?" if close else ""
-            return _Answer(call, call.arguments, refusal=(
+            return _Answer(call, _parsed(call.arguments), refusal=(
                 f"Unknown tool '{call.name}'.{hint} Available tools: {', '.join(self.offer.names) or 'none'}."))
         self.calls[call.name] += 1
         limit = offered.tool.definition.max_calls
         if limit is not None and self.calls[call.name] > limit:
-            return _Answer(call, call.arguments, refusal=(
+            return _Answer(call, _parsed(call.arguments), refusal=(
                 f"Tool '{call.name}' may be called at most {limit} time(s) in one turn; it was not run. "
                 "Answer with the results you have."))
         try:
             arguments = json.loads(call.arguments) if call.arguments.strip() else {}
         except ValueError as exc:
-            return _Answer(call, call.arguments, refusal=(
+            return _Answer(call, _parsed(call.arguments), refusal=(
                 f"Invalid arguments for tool '{call.name}': not valid JSON ({exc}). "
                 "Send the arguments as one JSON object."))
         if self.provider.tool_format == "openai-strict":

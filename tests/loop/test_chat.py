@@ -98,6 +98,7 @@ def test_hallucinated_tool_name_is_answered_as_an_error(endpoint, llm, defs):
     assert "Unknown tool 'squareroot'" in content and "Did you mean 'square_root'?" in content
     assert body["choices"][0]["message"]["content"] == "2"
     assert [(e["tool"], e["is_error"]) for e in body["tool_executions"]] == [("squareroot", True), ("square_root", False)]
+    assert body["tool_executions"][0]["arguments"] == {"x": 4}
 
 
 def test_malformed_arguments_are_answered_as_an_error(endpoint, llm, defs):
