@@ -279,6 +279,11 @@ def _common_types(first: list[str], second: list[str]) -> list[str]:
     return common
 
 
+def unspoken(keyword: str) -> bool:
+    """Keywords not worth a model's attention when a target drops them: annotations and ``x-`` extensions."""
+    return keyword in ("readOnly", "writeOnly", "$comment") or keyword.startswith("x-")
+
+
 def note(keyword: str, value: Any) -> str:
     """How a constraint the target cannot hold is said in the description: ``minimum: 0``, ``pattern: ^#…$``."""
     shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(", ", ": "))

@@ -30,6 +30,7 @@ from .adapt import (
     prepare,
     split_types,
     tool_description,
+    unspoken,
     value_types,
 )
 from .errors import Unadaptable
@@ -45,7 +46,6 @@ KEPT = {
     "maxLength": "maxLength", "minimum": "minimum", "maximum": "maximum", "pattern": "pattern",
     "minProperties": "minProperties", "maxProperties": "maxProperties",
 }
-SILENT = frozenset({"readOnly", "writeOnly", "$comment"})
 # Gemini's rule for parameter names (FunctionDeclaration.parameters).
 PARAMETER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
@@ -90,7 +90,7 @@ def gemini_schema(node: Any, path: Path) -> dict[str, Any]:
     if types and "type" not in out:
         out["type"] = types[0].upper()
     for key, value in node.items():
-        if key in ("type", "enum", "description", "properties", "required") or key in SILENT:
+        if key in ("type", "enum", "description", "properties", "required") or unspoken(key):
             continue
         if key == "additionalProperties" and isinstance(value, bool):
             continue  # Gemini rejects the keyword; a model fills the declared properties anyway

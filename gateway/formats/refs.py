@@ -78,8 +78,9 @@ class _Inliner:
             # The reference's own keywords (a description, a default) win over the target's, as in 2020-12
             # where both apply and the nearer one is what the author meant for this place.
             return {**inlined, **self.keywords(siblings, path, stack)}
-        if "$dynamicRef" in node:
-            raise Unadaptable((*path, "$dynamicRef"), "$dynamicRef cannot be inlined")
+        for dynamic in ("$dynamicRef", "$recursiveRef"):
+            if dynamic in node:
+                raise Unadaptable((*path, dynamic), f"{dynamic} cannot be inlined")
         return self.keywords(node, path, stack)
 
     def keywords(self, node: dict[str, Any], path: tuple[str | int, ...], stack: frozenset[str]) -> dict[str, Any]:

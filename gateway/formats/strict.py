@@ -31,14 +31,13 @@ from .adapt import (
     note,
     prepare,
     split_types,
+    unspoken,
 )
 from .errors import Unadaptable
 
 FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"})
 KEPT = frozenset({"pattern", "multipleOf", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                   "minItems", "maxItems"})
-# Annotations that say nothing a model needs in order to fill a value.
-SILENT = frozenset({"title", "readOnly", "writeOnly", "$comment"})
 MAX_DEPTH = 10
 MAX_PROPERTIES = 5000
 MAX_ENUM_VALUES = 1000
@@ -74,7 +73,8 @@ class _Strict:
             out["type"] = types[0] if len(types) == 1 else types
         notes: list[str] = []
         for key, value in node.items():
-            if key in ("type", "description", "properties", "required", "additionalProperties") or key in SILENT:
+            if key in ("type", "description", "title", "properties", "required", "additionalProperties") \
+                    or unspoken(key):
                 continue
             if key == "items":
                 out["items"] = self.node(value, (*path, "items"), depth)
