@@ -165,6 +165,10 @@ def normalise(node: Any, path: Path) -> dict[str, Any]:
         if "anyOf" in out:
             raise Unadaptable(path, "anyOf and oneOf on one schema")
         out["anyOf"] = out.pop("oneOf")
+    if "anyOf" in out and "type" in out:
+        # Alternatives that only add constraints ({"pattern": …}) take the type they constrain.
+        out["anyOf"] = [{"type": out["type"], **sub} if isinstance(sub, Mapping) and not {"type", "$ref"} & set(sub)
+                        else sub for sub in out["anyOf"]]
     if "const" in out:
         out["enum"] = [out.pop("const")]
     return out

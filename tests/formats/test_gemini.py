@@ -110,3 +110,13 @@ def test_a_parameter_name_gemini_refuses_leaves_the_tool_out(make_tool):
     rendered = render_tool(make_tool({"type": "object", "properties": {"dry-run": {"type": "boolean"}}}), "gemini")
     assert rendered.tools == []
     assert "does not accept the parameter name 'dry-run'" in rendered.diagnostics[0]
+
+
+def test_alternatives_that_only_add_constraints_take_the_parent_type(make_tool, provider_types):
+    """``type: string`` with ``anyOf`` of patterns gives each alternative the string type."""
+    schema = {"type": "object", "properties": {
+        "code": {"type": "string", "anyOf": [{"pattern": "^[A-Z]{3}$"}, {"pattern": "^[0-9]{3}$"}]},
+    }}
+    code = _parameters(make_tool(schema), provider_types)["properties"]["code"]
+    assert code == {"type": "STRING", "anyOf": [{"type": "STRING", "pattern": "^[A-Z]{3}$"},
+                                                {"type": "STRING", "pattern": "^[0-9]{3}$"}]}
