@@ -112,11 +112,14 @@ class BuildCache:
     def tool(self, definition: ToolDefinition, env: BuildEnv,
              build: Callable[[ToolDefinition, BuildEnv], Tool]) -> Tool:
         """The tool built from ``definition``: reused when nothing it was built from changed, else ``build``."""
-        python = self.python_digest(env) if "python" in definition.binding else None
         built = self._tools.get(definition)
-        if built is not None and built.python == python and self._script(built.tool, env) == built.script:
-            env.warnings.extend(built.warnings)
+        # Asked for each of 10,000 tools on every reload: the common case (nothing changed) stays short.
+        if (built is not None and (built.python is None or built.python == self.python_digest(env))
+                and (built.script is None or self._script(built.tool, env) == built.script)):
+            if built.warnings:
+                env.warnings.extend(built.warnings)
             return built.tool
+        python = self.python_digest(env) if "python" in definition.binding else None
         before = len(env.warnings)
         tool = build(definition, env)  # raises BindingProblems; failures are not cached, they are retried
         self._tools[definition] = _Built(tool, python, self._script(tool, env), tuple(env.warnings[before:]))
@@ -130,7 +133,8 @@ class BuildCache:
     def retain(self, definitions: Iterable[ToolDefinition]) -> None:
         """Forget the tools of definitions that are gone and the files no longer read (once per build, at its end)."""
         keep = set(definitions)
-        self._tools = {d: built for d, built in self._tools.items() if d in keep}
+        if len(self._tools) > len(keep):  # every kept one is cached: only then is anything stale
+            self._tools = {d: built for d, built in self._tools.items() if d in keep}
         self.files.sweep()
 
     def _script(self, tool: Tool, env: BuildEnv) -> tuple[str, str] | None:

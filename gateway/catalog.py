@@ -36,17 +36,29 @@ class Tool:
     # "server" and/or "client" executors, by where the tool may run.
     executors: Mapping[str, Executor]
     script: Path | None = None
+    _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
     def id(self) -> str:
         return self.definition.id
+
+    def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """A value computed once per tool. A reload reuses the Tool objects of unchanged definitions
+        (``BuildCache``), so per-tool renderings memoised here survive into the next catalog."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            return self._memo.setdefault(key, compute())  # a race computes twice, and keeps one
 
     @property
     def scope(self) -> Scope:
         return self.definition.scope
 
     def describe(self) -> dict[str, Any]:
-        """The gateway's own listing entry (GET /tools)."""
+        """The gateway's own listing entry (GET /tools); computed once and shared, so never modify it."""
+        return self.memo("describe", self._describe)
+
+    def _describe(self) -> dict[str, Any]:
         d = self.definition
         entry: dict[str, Any] = {
             "id": d.id,
