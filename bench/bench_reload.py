@@ -32,12 +32,12 @@ import httpx
 from watchfiles import awatch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from generate import generate, write_file  # noqa: E402
+from generate import generate, write_file
 
-from gateway.catalog import build_catalog  # noqa: E402
-from gateway.definitions import load_definitions  # noqa: E402
-from gateway.reload import DEBOUNCE_MS, STEP_MS  # noqa: E402
-from gateway.settings import Settings  # noqa: E402
+from gateway.catalog import build_catalog
+from gateway.definitions import load_definitions
+from gateway.reload import DEBOUNCE_MS, STEP_MS
+from gateway.settings import Settings
 
 SIZES = (100, 10_000)
 EDITED_FILE = 3  # tools_00003.yaml: tools 30-39
