@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp import ClientSession
+import anyio
+from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ToolsListChanged
 from mcp.types import ToolListChangedNotification
 from reload_support import tool_yaml, until, write
 
@@ -69,3 +71,43 @@ async def test_mcp_session_hears_list_changed_for_valid_edits_only(defs, serve):
     # Every notification the session got was for a change the server made, and only the two valid edits made any.
     assert len(changes) == changes_before + 2
     assert len(heard) == heard_before + 2
+
+
+async def test_listening_client_gets_tools_list_changed_for_valid_edits_only(defs, serve):
+    """A 2026-07-28 client listening with subscriptions/listen gets one ToolsListChanged per valid edit and then
+    lists the new tool; an invalid edit and a rebuild back to the served content send nothing."""
+    served = serve(defs)
+    changes: list[str] = []
+
+    async def server_side(catalog: Catalog) -> None:
+        changes.append(catalog.version)
+
+    served.gateway.on_change(server_side)
+    events: list[Any] = []
+    async with Client(f"{served.url}/mcp") as client, client.listen(tools_list_changed=True) as subscription:
+
+        async def collect() -> None:
+            async for event in subscription:
+                events.append(event)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(collect)
+            write(defs / "main.yaml", tool_yaml("echo", "fresh"))
+            await until(lambda: len(events) == 1, "ToolsListChanged after a valid edit")
+            assert isinstance(events[0], ToolsListChanged)
+            assert "fresh" in {tool.name for tool in (await client.list_tools()).tools}
+            valid = (defs / "main.yaml").read_text()
+
+            gateway = served.gateway
+            seen = gateway.last_reload.at
+            write(defs / "main.yaml", valid + "  - id: 'not an id'\n    name: x\n")
+            await until(lambda: gateway.last_reload.at > seen and not gateway.last_reload.ok, "the failed rebuild")
+            seen = gateway.last_reload.at
+            write(defs / "main.yaml", valid)
+            await until(lambda: gateway.last_reload.at > seen and gateway.last_reload.ok, "the no-op rebuild")
+
+            write(defs / "main.yaml", tool_yaml("echo", "fresh", "after"))
+            await until(lambda: len(events) >= 2, "ToolsListChanged after the next valid edit")
+            assert "after" in {tool.name for tool in (await client.list_tools()).tools}
+            group.cancel_scope.cancel()
+    assert len(changes) == 2 and len(events) == 2
