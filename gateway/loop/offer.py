@@ -67,10 +67,10 @@ def choose_tools(catalog: Catalog, request: ChatRequest, chat: ChatConfig, tool_
         ids=allowed,
     )
     message = request.latest_user_text
-    chosen = [t for t in candidates if (caller is None or caller.may_use(t)) and offered_for(catalog, t, message)]
+    chosen = [t for t in candidates if (caller is None or caller.may_use(t)) and offered_for(t, message)]
     rendered = {}
     for tool in chosen:
-        one = render_tools([tool], tool_format, catalog=catalog)
+        one = render_tools([tool], tool_format)
         if one.tools:
             rendered[tool.id] = Offered(tool, _side(tool, request.client_side), one.tools[0])
         else:
@@ -86,12 +86,12 @@ def choose_tools(catalog: Catalog, request: ChatRequest, chat: ChatConfig, tool_
     return offer
 
 
-def offered_for(catalog: Catalog, tool: Tool, message: str) -> bool:
+def offered_for(tool: Tool, message: str) -> bool:
     """Whether the tool's ``offer`` rule holds for the user's latest message (no rule: always)."""
     rule = tool.definition.offer
     if not rule:
         return True
-    patterns = catalog.memo(("offer", tool.id), lambda: _rule_patterns(rule))
+    patterns = tool.memo("offer", lambda: _rule_patterns(rule))
     return any(pattern.search(message) for pattern in patterns)
 
 
