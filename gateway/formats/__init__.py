@@ -5,9 +5,10 @@ Formats: ``openai`` and ``openai-strict`` (Chat Completions function tools), ``a
 accepts (adapt.py, refs.py, strict.py); a tool whose schema cannot be adapted is left out of that format with a
 diagnostic naming the tool, where (file:line:col) and why — the rest of the list is unaffected.
 
-Renderings are memoised per catalog (a catalog never changes): the whole list per format, and each tool per
-format, so offering a subset of tools (the chat loop) costs a lookup once warm. Treat the returned lists and
-dicts as read-only: they are shared.
+Renderings are memoised: the whole list per format on the catalog (a catalog never changes), and each tool's
+declaration on the tool (a reload reuses unchanged tools, so they are not rendered again), so offering a subset
+of tools (the chat loop) costs a lookup once warm. Treat the returned lists and dicts as read-only: they are
+shared.
 """
 
 from __future__ import annotations
@@ -47,18 +48,15 @@ class Rendered:
 def render(catalog: Catalog, fmt: str) -> Rendered:
     """Every tool of ``catalog`` in format ``fmt`` (``BadRequest`` for an unknown format)."""
     _renderer(fmt)
-    return catalog.memo(("format", fmt), lambda: render_tools(catalog.tools.values(), fmt, catalog=catalog))
+    return catalog.memo(("format", fmt), lambda: render_tools(catalog.tools.values(), fmt))
 
 
-def render_tools(tools: Iterable[Tool], fmt: str, *, catalog: Catalog | None = None) -> Rendered:
-    """``tools`` in format ``fmt``, in order; pass the ``catalog`` they belong to for its per-tool cache."""
+def render_tools(tools: Iterable[Tool], fmt: str) -> Rendered:
+    """``tools`` in format ``fmt``, in order (each tool's rendering is memoised on the tool)."""
     declarations: list[dict[str, Any]] = []
     diagnostics: list[str] = []
     for tool in tools:
-        if catalog is not None and catalog.tools.get(tool.id) is tool:
-            one = catalog.memo(("format", fmt, tool.id), lambda tool=tool: render_tool(tool, fmt))
-        else:
-            one = render_tool(tool, fmt)
+        one = tool.memo(("format", fmt), lambda tool=tool: render_tool(tool, fmt))
         declarations += one.tools
         diagnostics += one.diagnostics
     return Rendered(declarations, diagnostics)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.buildcache import BuildCache
 from gateway.catalog import build_catalog
-from gateway.definitions import load_definitions
+from gateway.definitions import DefinitionsCache, load_definitions
 from gateway.errors import BadRequest
 from gateway.formats import FORMATS, render, render_tool, render_tools
 from gateway.settings import load_settings
@@ -49,10 +50,10 @@ def test_a_listing_is_computed_once_per_catalog(shipped):
     assert render(shipped, "gemini") is not render(shipped, "anthropic")
 
 
-def test_a_subset_reuses_the_catalog_per_tool_entries_in_the_given_order(shipped):
+def test_a_subset_reuses_the_per_tool_entries_in_the_given_order(shipped):
     """render_tools on a catalog's subset returns the same declaration objects as the full listing, in order."""
     full = {d["name"]: d for d in render(shipped, "anthropic").tools}
-    subset = render_tools([shipped.get("sum"), shipped.get("get_time")], "anthropic", catalog=shipped)
+    subset = render_tools([shipped.get("sum"), shipped.get("get_time")], "anthropic")
     assert [d["name"] for d in subset.tools] == ["sum", "get_time"]
     assert subset.tools[0] is full["sum"] and subset.tools[1] is full["get_time"]
 
@@ -95,7 +96,18 @@ def test_a_renderer_that_fails_unexpectedly_costs_only_that_tool(shipped, monkey
         return real(tool)
 
     monkeypatch.setitem(FORMATS, "openai", flaky)
-    rendered = render_tools(shipped.tools.values(), "openai")
+    rendered = render_tools([tool for tool in _catalog(shipped.root).tools.values()], "openai")  # fresh, unmemoised
     assert "sum" not in [d["function"]["name"] for d in rendered.tools]
     assert len(rendered.tools) == len(shipped.tools) - 1
     assert "tool 'sum' left out of the openai format: internal error: KeyError" in rendered.diagnostics[0]
+
+
+def test_a_reload_reuses_the_renderings_of_unchanged_tools(definitions_dir):
+    """A catalog rebuilt from unchanged files (tools reused by the build cache) serves the same declarations."""
+    directory = definitions_dir({"plain": {"type": "object", "properties": {"q": {"type": "string"}}}})
+    settings = load_settings(None, environ={}, definitions=directory)
+    loaded, built = DefinitionsCache(), BuildCache()
+    first = build_catalog(load_definitions(directory, loaded), settings, cache=built)
+    second = build_catalog(load_definitions(directory, loaded), settings, cache=built)
+    assert render(first, "gemini") is not render(second, "gemini")
+    assert render(first, "gemini").tools[0] is render(second, "gemini").tools[0]
