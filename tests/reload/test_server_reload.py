@@ -272,4 +272,4 @@ def test_cli_server_without_reload_rebuilds_on_sighup(defs):
             wait_until(lambda: "hup" in ids(), "the SIGHUP rebuild")
     finally:
         process.terminate()
-        process.wait(timeout=15)
+        process.communicate(timeout=15)  # reaps it and closes its pipe
