@@ -16,12 +16,12 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from ..reload import reloading
 from ..runtime import Gateway
 from ..settings import Settings
-from . import admin, chat, client, rest
+from . import admin, chat, client, demo_api, rest
 from .auth import is_loopback
 from .errors import EXCEPTION_HANDLERS
 from .mcp import McpSurface
@@ -50,7 +50,7 @@ def create_app(gateway_or_settings: Gateway | Settings, *, services: Sequence[Se
 
     app = Starlette(
         routes=[*rest.routes(gateway), *admin.routes(gateway), Route("/mcp", mcp), *chat.routes(gateway),
-                *client.routes(gateway)],
+                *client.routes(gateway), Mount("/demo", routes=demo_api.routes())],
         middleware=[Middleware(OriginGuard, settings=gateway.settings),
                     Middleware(client.ClientCors, settings=gateway.settings)],
         exception_handlers=EXCEPTION_HANDLERS,

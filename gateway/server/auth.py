@@ -8,6 +8,7 @@ time (``Settings.find_key``) and never logged.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from dataclasses import dataclass
 
@@ -76,6 +77,7 @@ def authenticate(settings: Settings, headers: Headers, client_host: str | None, 
     return Caller(key, loopback, auth=True)
 
 
+@functools.lru_cache(maxsize=1024)  # parsing an address costs more than the rest of authenticating
 def is_loopback(host: str | None) -> bool:
     if not host:
         return False

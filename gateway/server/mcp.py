@@ -20,6 +20,7 @@ have a GET stream to hear about changes on.
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -27,13 +28,17 @@ from typing import Any
 
 import anyio
 from mcp.server.caching import CacheHint
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import X_MCP_HEADER_KEY
 from mcp_types import INVALID_PARAMS, CallToolRequestParams, PaginatedRequestParams
+from opentelemetry import trace
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
@@ -91,11 +96,18 @@ class McpSurface:
             # reload, which they hear about through subscriptions/listen.
             cache_hints={"tools/list": CacheHint(ttl_ms=0, scope="private")},
         )
+        # The SDK wraps every message in an OpenTelemetry span; with no tracer provider configured (before the
+        # app is built) that span is a no-op costing ~7% of a tools/call, so it is dropped.
+        if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+            self.server.middleware = [m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
         self.server.middleware.append(self.track_connection)
         # Handshake-era connections with a session (and so a GET stream), by the SDK's Connection object.
         self.connections: set[Any] = set()
         self.manager = StreamableHTTPSessionManager(
-            self.server, json_response=True, max_request_body_size=gateway.settings.max_body_bytes)
+            self.server, json_response=True, max_request_body_size=gateway.settings.max_body_bytes,
+            # Host and Origin are checked app-wide (origins.OriginGuard); given explicitly, the SDK's settings
+            # are not rebuilt (a pydantic model) on every request.
+            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
         gateway.on_change(self.catalog_changed)
 
     @asynccontextmanager
@@ -144,9 +156,13 @@ class McpSurface:
         return self.call_result(tool, result)
 
     def input_schema(self, name: str) -> Any:
-        """For the SDK's ``Mcp-Param-*`` header check (2026-07-28): the schema we list, without a listing."""
-        entry = self.entries(self.gateway.catalog).get(name)
-        return entry["inputSchema"] if entry else None
+        """For the SDK's ``Mcp-Param-*`` header check (2026-07-28): the listed schema of a tool that declares
+        ``x-mcp-header`` parameters; None (nothing to check) for every other tool, without walking its schema."""
+        catalog = self.gateway.catalog
+        annotated = catalog.memo("mcp:x-mcp-header", lambda: {
+            name: entry["inputSchema"] for name, entry in self.entries(catalog).items()
+            if X_MCP_HEADER_KEY in json.dumps(entry["inputSchema"])})
+        return annotated.get(name)
 
     # -- catalog views --------------------------------------------------------------------------------------
 
