@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -44,12 +45,15 @@ from starlette.types import Receive, Scope, Send
 
 from ..catalog import Catalog, Tool
 from ..context import CallContext
+from ..formats import mcp as mcp_format
+from ..formats import render_tools
 from ..errors import Unauthorized
 from ..invoke import ToolResult, invoke
 from ..runtime import Gateway
 from .auth import SCOPE_KEY, Caller, authenticate
 from .errors import gateway_error
 
+log = logging.getLogger("gateway.mcp")
 PAGE_SIZE = 500
 SESSION_META = "gateway/session"  # _meta key naming the browser bridge session that may run client tools
 CONVERSATION_META = "gateway/conversation_id"
@@ -167,8 +171,8 @@ class McpSurface:
     # -- catalog views --------------------------------------------------------------------------------------
 
     def entries(self, catalog: Catalog) -> dict[str, dict[str, Any]]:
-        """MCP tool entries by id, once per catalog; a tool MCP cannot express is absent (with a diagnostic)."""
-        return catalog.memo("mcp:entries", lambda: _tmp_entries(catalog))
+        """MCP tool entries by id, once per catalog; a tool MCP cannot express is absent (logged once)."""
+        return catalog.memo("mcp:entries", lambda: _entries(catalog))
 
     def visible(self, catalog: Catalog, caller: Caller, session: str | None) -> list[Tool]:
         entries = self.entries(catalog)
@@ -181,7 +185,7 @@ class McpSurface:
         body: dict[str, Any] = {"content": [{"type": "text", "text": result.text}], "isError": result.is_error,
                                 "resultType": "complete"}
         if result.structured:
-            body["structuredContent"] = _tmp_structured(tool, result.value)
+            body["structuredContent"] = mcp_format.structured_content(tool, result.value)
         return body
 
     # -- change notifications -------------------------------------------------------------------------------
@@ -204,6 +208,17 @@ class McpSurface:
             for connection in list(self.connections):
                 group.start_soon(connection.send_tool_list_changed)  # best effort: never raises
         await self.bus.publish(ToolsListChanged())
+
+
+def _entries(catalog: Catalog) -> dict[str, dict[str, Any]]:
+    entries = {}
+    for tool in catalog.tools.values():
+        rendered = render_tools([tool], "mcp")  # memoised on the tool: a reload re-renders only what changed
+        for diagnostic in rendered.diagnostics:
+            log.warning("%s", diagnostic)
+        if rendered.tools:
+            entries[tool.id] = rendered.tools[0]
+    return entries
 
 
 def _caller(ctx: ServerRequestContext[Any]) -> Caller:
@@ -234,26 +249,3 @@ def _offset(cursor: str | None, total: int) -> int:
         raise MCPError(INVALID_PARAMS, f"Invalid cursor {cursor!r}: list the tools again from the start.")
     return min(int(cursor), total)
 
-
-# TEMPORARY until gateway/formats/mcp.py lands.
-_HINTS = {"read_only": "readOnlyHint", "destructive": "destructiveHint", "idempotent": "idempotentHint",
-          "open_world": "openWorldHint"}
-
-
-def _tmp_entries(catalog):
-    out = {}
-    for tool in catalog.tools.values():
-        d = tool.definition
-        entry = {"name": d.id, "title": d.name, "description": d.ai_description, "inputSchema": dict(tool.input_schema)}
-        if d.output_schema is not None:
-            o = dict(d.output_schema)
-            entry["outputSchema"] = o if o.get("type") == "object" else {
-                "type": "object", "properties": {"result": o}, "required": ["result"]}
-        if d.annotations:
-            entry["annotations"] = {_HINTS[k]: v for k, v in d.annotations.items() if k in _HINTS}
-        out[d.id] = entry
-    return out
-
-
-def _tmp_structured(tool, value):
-    return value if dict(tool.definition.output_schema).get("type") == "object" else {"result": value}

@@ -17,6 +17,7 @@ from starlette.routing import Route
 from ..catalog import Catalog
 from ..context import CallContext
 from ..errors import BadRequest, PayloadTooLarge
+from ..formats import FORMATS, render_tools
 from ..invoke import invoke
 from ..runtime import Gateway
 from .auth import Caller, authenticate
@@ -68,12 +69,15 @@ class RestApi:
         query = request.query_params
         fmt = query.get("format")
         toolsets, tags = _listed(query.getlist("toolset")), _listed(query.getlist("tag"))
-        # Per-tool entries first: Catalog.memo does not nest, so nothing memoised is computed inside another.
-        entries = _described(catalog) if fmt is None else _formatted(catalog, fmt)
+        if fmt is not None and fmt not in FORMATS:
+            raise BadRequest(f"Unknown format {fmt!r}; use one of: {', '.join(FORMATS)}.")
 
         def listing() -> bytes:
             tools = [tool for tool in catalog.select(toolsets=toolsets, tags=tags) if caller.may_use(tool)]
-            return dumps({"tools": [entries[tool.id] for tool in tools if tool.id in entries]})
+            if fmt is None:
+                return dumps({"tools": [tool.describe() for tool in tools]})
+            rendered = render_tools(tools, fmt)  # each tool's rendering is memoised on the tool
+            return dumps({"format": fmt, "tools": rendered.tools, "diagnostics": rendered.diagnostics})
 
         if toolsets or tags:
             body = listing()
@@ -89,7 +93,7 @@ class RestApi:
         headers = _cache_headers(catalog)
         if _not_modified(request, headers["ETag"]):
             return Response(status_code=304, headers=headers)
-        return Response(dumps(_described(catalog)[tool.id]), headers=headers, media_type="application/json")
+        return Response(dumps(tool.describe()), headers=headers, media_type="application/json")
 
     async def call_tool(self, request: Request) -> Response:
         """Run one call: 200 with the result (``is_error`` for argument and tool failures), else 4xx."""
@@ -134,14 +138,6 @@ def _parse_body(body: bytes) -> Any:
         raise BadRequest("Request body is not UTF-8 text.") from None
     except ValueError as exc:
         raise BadRequest(f"Request body is not valid JSON: {exc}.") from None
-
-
-def _formatted(catalog: Catalog, fmt: str) -> dict[str, Any]:
-    raise NotImplementedError(fmt)
-
-
-def _described(catalog: Catalog) -> dict[str, dict[str, Any]]:
-    return catalog.memo("rest:describe", lambda: {tool.id: tool.describe() for tool in catalog.tools.values()})
 
 
 def _listed(values: list[str]) -> list[str]:
