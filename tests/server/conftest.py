@@ -14,16 +14,11 @@ from typing import Any
 import pytest
 import uvicorn
 
+from server_support import API_KEYS
+
 from gateway.runtime import Gateway
 from gateway.server import create_app
-from gateway.settings import ApiKey, Settings, hash_key
-
-READER_KEY = "reader-key-for-tests"  # may use the "math" toolset only
-ADMIN_KEY = "admin-key-for-tests"
-API_KEYS = (
-    ApiKey("reader", hash_key(READER_KEY), toolsets=("math",)),
-    ApiKey("admin", hash_key(ADMIN_KEY), admin=True),
-)
+from gateway.settings import Settings
 
 
 @dataclass

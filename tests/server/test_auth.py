@@ -1,0 +1,106 @@
+"""API keys on REST and MCP: who may call at all, which toolsets a key reaches, and who sees admin details."""
+
+from __future__ import annotations
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client, ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from server_support import ADMIN_KEY, READER_KEY
+
+from gateway.server.auth import Caller
+from gateway.settings import ApiKey
+
+MATH = {"sum", "square_root"}
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+@pytest.mark.parametrize("headers", [{}, bearer("not-a-key"), {"Authorization": f"Basic {READER_KEY}"}])
+def test_without_a_valid_key_rest_is_401(auth_server, headers):
+    """No key, a wrong key, or a key under another scheme: 401 with WWW-Authenticate: Bearer, on every route
+    that serves tools."""
+    for method, path in (("GET", "/tools"), ("GET", "/tools/sum"), ("POST", "/tools/sum/call")):
+        response = httpx.request(method, f"{auth_server.url}{path}", headers=headers, json={"a": 1, "b": 2})
+        assert response.status_code == 401, (method, path)
+        assert response.headers["www-authenticate"] == "Bearer"
+        assert response.json()["status"] == 401
+
+
+def test_healthz_and_the_status_summary_need_no_key(auth_server):
+    """/healthz and the /status summary answer anyone; the details (definitions, last reload) need the admin key,
+    which a toolset-limited key does not have."""
+    assert httpx.get(f"{auth_server.url}/healthz").status_code == 200
+    anonymous = httpx.get(f"{auth_server.url}/status").json()
+    assert anonymous["version"] == auth_server.gateway.catalog.version and "last_reload" not in anonymous
+    reader = httpx.get(f"{auth_server.url}/status", headers=bearer(READER_KEY)).json()
+    assert "definitions" not in reader and "last_reload" not in reader
+    admin = httpx.get(f"{auth_server.url}/status", headers=bearer(ADMIN_KEY)).json()
+    assert admin["auth"] is True and admin["last_reload"]["ok"] is True
+    assert httpx.get(f"{auth_server.url}/status", headers=bearer("wrong")).status_code == 401
+
+
+def test_a_key_lists_and_calls_only_its_toolsets(auth_server):
+    """A key limited to 'math' lists only math tools (in every format), may call them (as its own user name),
+    and gets 403 for any other tool."""
+    with httpx.Client(base_url=auth_server.url, headers=bearer(READER_KEY)) as reader:
+        assert {tool["id"] for tool in reader.get("/tools").json()["tools"]} == MATH
+        assert {tool["name"] for tool in reader.get("/tools?format=anthropic").json()["tools"]} == MATH
+        assert reader.post("/tools/sum/call", json={"a": 2, "b": 3}).json()["result"] == 5.0
+        for method, path in (("GET", "/tools/get_time"), ("POST", "/tools/get_time/call")):
+            forbidden = reader.request(method, path)
+            assert forbidden.status_code == 403 and "get_time" in forbidden.json()["error"]
+    with httpx.Client(base_url=auth_server.url, headers=bearer(ADMIN_KEY)) as admin:
+        assert len(admin.get("/tools").json()["tools"]) == len(auth_server.gateway.catalog.tools)
+
+
+def test_admin_operations_need_the_admin_key(auth_server):
+    """POST /admin/reload is 403 for a toolset key and runs for the admin key."""
+    assert httpx.post(f"{auth_server.url}/admin/reload", headers=bearer(READER_KEY)).status_code == 403
+    assert httpx.post(f"{auth_server.url}/admin/reload", headers=bearer(ADMIN_KEY)).json()["ok"] is True
+
+
+def test_with_auth_on_any_host_name_is_served(auth_server):
+    """With keys configured the gateway may sit behind any host name: no loopback Host check."""
+    response = httpx.get(f"{auth_server.url}/tools", headers=bearer(ADMIN_KEY) | {"Host": "gateway.example"})
+    assert response.status_code == 200
+
+
+def test_mcp_without_a_valid_key_is_401(auth_server):
+    """/mcp refuses a request without a key, or with a wrong one, before the protocol starts."""
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                             "clientInfo": {"name": "t", "version": "1"}}}
+    for headers in ({}, bearer("wrong")):
+        response = httpx.post(f"{auth_server.url}/mcp", json=initialize,
+                              headers=headers | {"Accept": "application/json, text/event-stream"})
+        assert response.status_code == 401 and response.headers["www-authenticate"] == "Bearer"
+
+
+async def test_mcp_key_sees_and_calls_only_its_toolsets(auth_server):
+    """Over MCP (both revisions) a 'math' key lists only math tools and cannot call another one."""
+    async with httpx2.AsyncClient(headers=bearer(READER_KEY), timeout=30) as http:
+        async with streamable_http_client(f"{auth_server.url}/mcp", http_client=http) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            assert {tool.name for tool in (await session.list_tools()).tools} == MATH
+            assert (await session.call_tool("sum", {"a": 1, "b": 1})).content[0].text == "2.0"
+            with pytest.raises(MCPError, match="not available to this API key"):
+                await session.call_tool("get_time", {})
+        async with Client(streamable_http_client(f"{auth_server.url}/mcp", http_client=http)) as client:
+            assert client.protocol_version == "2026-07-28"
+            assert {tool.name for tool in (await client.list_tools()).tools} == MATH
+
+
+def test_caller_rights_without_keys_depend_on_loopback():
+    """With auth off every tool is usable, and admin operations are allowed from loopback only; with auth on an
+    anonymous caller may use nothing."""
+    key = ApiKey("k", "0" * 64, toolsets=("math",))
+    assert Caller(None, loopback=True, auth=False).is_admin
+    assert not Caller(None, loopback=False, auth=False).is_admin
+    assert not Caller(key, loopback=True, auth=True).is_admin
+    assert not Caller(None, loopback=True, auth=True).is_admin
