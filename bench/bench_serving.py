@@ -154,7 +154,7 @@ async def _initialize(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}
     writer.write(_post(host, path, json.dumps(init).encode(), accept))
-    status, headers, _ = await _response(reader)
+    _, headers, _ = await _response(reader)
     session = headers["mcp-session-id"]
     done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     writer.write(_post(host, path, json.dumps(done).encode(),

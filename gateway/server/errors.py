@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..errors import GatewayError, UnknownTool, Unauthorized
+from ..errors import GatewayError, Unauthorized, UnknownTool
 
 log = logging.getLogger("gateway.server")
 

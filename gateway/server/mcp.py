@@ -28,14 +28,14 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import anyio
-from mcp.server.caching import CacheHint
 from mcp.server._otel import OpenTelemetryMiddleware
+from mcp.server.caching import CacheHint
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import X_MCP_HEADER_KEY
 from mcp_types import INVALID_PARAMS, CallToolRequestParams, PaginatedRequestParams
@@ -45,9 +45,9 @@ from starlette.types import Receive, Scope, Send
 
 from ..catalog import Catalog, Tool
 from ..context import CallContext
+from ..errors import Unauthorized
 from ..formats import mcp as mcp_format
 from ..formats import render_tools
-from ..errors import Unauthorized
 from ..invoke import ToolResult, invoke
 from ..runtime import Gateway
 from .auth import SCOPE_KEY, Caller, authenticate
@@ -197,7 +197,7 @@ class McpSurface:
         ``Connection`` as ``_connection`` (mcp 2.3). Its ``exit_stack`` unwinds when the session ends, which is
         when we forget it. Sessionless connections (2026-07-28, stateless) have no stream to notify.
         """
-        connection = ctx.session._connection  # noqa: SLF001 — see the docstring
+        connection = ctx.session._connection
         if connection.session_id is not None and connection not in self.connections:
             self.connections.add(connection)
             connection.exit_stack.callback(self.connections.discard, connection)

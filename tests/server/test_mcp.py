@@ -10,6 +10,7 @@ from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, PaginatedRequestParams
+from server_support import running
 from support import EXAMPLES
 
 import gateway.server.mcp as mcp_surface
@@ -37,14 +38,14 @@ CALLS: dict[str, tuple[dict[str, Any], Any]] = {
 }
 
 
-@pytest.fixture
-def served(start_server, examples_dir):
+@pytest.fixture(scope="module")
+def served(shared_examples):
     """The shipped examples, with the HTTP demo tools pointed at this server's own /demo API."""
-    running = start_server(examples_dir)
-    demo = examples_dir / "http-demo.yaml"
-    demo.write_text(demo.read_text().replace(SHIPPED_ORIGIN, running.url))
-    assert httpx.post(f"{running.url}/admin/reload").json()["changed"] is True
-    return running
+    with running(shared_examples) as server:
+        demo = shared_examples / "http-demo.yaml"
+        demo.write_text(demo.read_text().replace(SHIPPED_ORIGIN, server.url))
+        assert httpx.post(f"{server.url}/admin/reload").json()["changed"] is True
+        yield server
 
 
 async def test_handshake_session_lists_server_tools_with_titles_annotations_and_schemas(served):
@@ -148,7 +149,7 @@ async def test_browser_tool_without_a_session_is_an_error_result(served):
     assert result.is_error is True and "browser session" in result.content[0].text
 
 
-async def test_foreign_origin_is_refused_on_mcp(served):
+def test_foreign_origin_is_refused_on_mcp(served):
     """A browser page from a foreign origin cannot reach /mcp (403), while loopback pages can."""
     initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                   "params": {"protocolVersion": "2025-11-25", "capabilities": {},

@@ -80,12 +80,13 @@ def test_status_reports_version_tool_count_definitions_and_last_reload(client, s
     assert body["last_reload"]["ok"] is True and body["last_reload"]["problems"] == []
 
 
-def test_status_shows_a_failed_reload_with_file_line_col(client, server):
+def test_status_shows_a_failed_reload_with_file_line_col(start_server, examples_dir):
     """After a reload that fails, /status shows each problem as file:line:col while the old catalog serves."""
-    version = server.gateway.catalog.version
-    (server.gateway.settings.definitions / "math.yaml").write_text("tools:\n  - id: 'not an id'\n")
-    assert client.post("/admin/reload").status_code == 422
-    body = client.get("/status").json()
+    served = start_server(examples_dir)
+    version = served.gateway.catalog.version
+    (examples_dir / "math.yaml").write_text("tools:\n  - id: 'not an id'\n")
+    assert httpx.post(f"{served.url}/admin/reload").status_code == 422
+    body = httpx.get(f"{served.url}/status").json()
     assert body["version"] == version and body["last_reload_ok"] is False
     assert any(p["text"].startswith("math.yaml:2:") for p in body["last_reload"]["problems"])
 
@@ -140,13 +141,14 @@ def test_listings_carry_the_catalog_version_as_etag_and_honour_if_none_match(cli
         assert client.get(path, headers={"If-None-Match": '"stale"'}).status_code == 200
 
 
-def test_etag_changes_when_the_catalog_does(client, server):
+def test_etag_changes_when_the_catalog_does(start_server, examples_dir):
     """After a reload that changes the tools, the old ETag no longer matches and the new listing is sent."""
-    old = client.get("/tools").headers["etag"]
-    math = server.gateway.settings.definitions / "math.yaml"
+    served = start_server(examples_dir)
+    old = httpx.get(f"{served.url}/tools").headers["etag"]
+    math = examples_dir / "math.yaml"
     math.write_text(math.read_text().replace("name: Sum", "name: Addition"))
-    assert client.post("/admin/reload").json()["changed"] is True
-    response = client.get("/tools", headers={"If-None-Match": old})
+    assert httpx.post(f"{served.url}/admin/reload").json()["changed"] is True
+    response = httpx.get(f"{served.url}/tools", headers={"If-None-Match": old})
     assert response.status_code == 200 and response.headers["etag"] != old
     assert "Addition" in {tool["name"] for tool in response.json()["tools"]}
 
