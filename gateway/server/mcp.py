@@ -163,8 +163,9 @@ class McpSurface:
         """For the SDK's ``Mcp-Param-*`` header check (2026-07-28): the listed schema of a tool that declares
         ``x-mcp-header`` parameters; None (nothing to check) for every other tool, without walking its schema."""
         catalog = self.gateway.catalog
+        entries = self.entries(catalog)
         annotated = catalog.memo("mcp:x-mcp-header", lambda: {
-            name: entry["inputSchema"] for name, entry in self.entries(catalog).items()
+            tool_id: entry["inputSchema"] for tool_id, entry in entries.items()
             if X_MCP_HEADER_KEY in json.dumps(entry["inputSchema"])})
         return annotated.get(name)
 
@@ -232,12 +233,13 @@ def _session(ctx: ServerRequestContext[Any], meta: Any) -> str | None:
 
 def _context(ctx: ServerRequestContext[Any], caller: Caller, meta: Any) -> CallContext:
     headers = ctx.request.headers
+    session = _session(ctx, meta)
     return CallContext(
         conversation_id=(meta or {}).get(CONVERSATION_META) or headers.get("x-conversation-id"),
         user=headers.get("x-user") or caller.name,
         tool_call_id=str(ctx.request_id) if ctx.request_id is not None else None,
-        session=_session(ctx, meta),
-        side="client" if _session(ctx, meta) else "server",  # a named page runs scope-all tools
+        session=session,
+        side="client" if session else "server",  # a named page runs scope-all tools
     )
 
 
