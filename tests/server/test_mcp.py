@@ -167,3 +167,20 @@ def test_examples_are_what_this_module_calls():
 
     shipped = {tool["id"] for path in EXAMPLES.glob("*.yaml") for tool in yaml.safe_load(path.read_text())["tools"]}
     assert shipped - BROWSER_ONLY == set(CALLS) == SERVER_TOOLS
+
+
+def test_stateless_call_needs_no_prior_listing(start_server, examples_dir):
+    """A lone 2026-07-28 tools/call (its envelope in _meta, routing headers set) on a fresh server is answered
+    as one JSON response, stamped with the server's identity."""
+    served = start_server(examples_dir)
+    envelope = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "sum", "arguments": {"a": 20, "b": 22}, "_meta": envelope}}
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
+               "Mcp-Method": "tools/call", "Mcp-Name": "sum"}
+    response = httpx.post(f"{served.url}/mcp", json=body, headers=headers)
+    assert response.status_code == 200 and response.headers["content-type"] == "application/json"
+    result = response.json()["result"]
+    assert result["content"] == [{"type": "text", "text": "42.0"}] and result["isError"] is False
+    assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "tool-gateway"
