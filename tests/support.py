@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import uvicorn
 
 from gateway.catalog import Catalog, build_catalog
 from gateway.definitions import load_definitions
@@ -17,3 +26,54 @@ def catalog_for(root: Path, **settings: object) -> Catalog:
     """Load and build a catalog from ``root`` with default settings (overridable)."""
     effective = Settings(definitions=root, **settings)
     return build_catalog(load_definitions(root), effective)
+
+
+@dataclass
+class ServerThread:
+    """An ASGI app served by uvicorn in a thread on a free port of 127.0.0.1."""
+
+    url: str
+    server: uvicorn.Server
+    thread: threading.Thread
+    sock: socket.socket
+
+    @property
+    def port(self) -> int:
+        return self.sock.getsockname()[1]
+
+    def stop(self, *, force: bool = False) -> None:
+        """Stop it; ``force`` does not wait for answers still in flight."""
+        self.server.should_exit = True
+        self.server.force_exit = force
+        self.thread.join(timeout=15)
+        self.sock.close()
+
+
+def free_socket() -> socket.socket:
+    """A TCP socket bound to a free port of 127.0.0.1, not yet listening."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+def start_server(app: Any, *, lifespan: str = "off") -> ServerThread:
+    sock = free_socket()
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the test server did not start")
+        thread.join(0.01)
+    return ServerThread(f"http://127.0.0.1:{sock.getsockname()[1]}", server, thread, sock)
+
+
+@contextmanager
+def serving(app: Any, *, lifespan: str = "off") -> Iterator[ServerThread]:
+    running = start_server(app, lifespan=lifespan)
+    try:
+        yield running
+    finally:
+        running.stop()

@@ -7,9 +7,9 @@ import subprocess
 import sys
 
 import pytest
+from support import EXAMPLES, FIXTURES, catalog_for
 
 from gateway.cli import main
-from support import EXAMPLES, FIXTURES, catalog_for
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -6,11 +6,11 @@ import asyncio
 import logging
 
 import pytest
+from support import EXAMPLES, catalog_for
 
 from gateway.context import CallContext
 from gateway.errors import UnknownTool
 from gateway.invoke import invoke
-from support import EXAMPLES, catalog_for
 
 TOOLS_PY = '''
 import asyncio

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import socket
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -15,12 +14,12 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 import yaml
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
+from support import ServerThread, free_socket, start_server
 
 from gateway.bindings import BuildEnv
 from gateway.catalog import Catalog, build_catalog
@@ -133,35 +132,18 @@ class Upstream:
         return self.url + path
 
 
-def _free_socket() -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock
-
-
 @pytest.fixture(scope="session")
 def serve_app() -> Iterator[Callable[[Starlette], int]]:
     """Serve ASGI apps under uvicorn, each in a thread on a free port of 127.0.0.1; all stopped at the end."""
-    running: list[tuple[uvicorn.Server, threading.Thread]] = []
+    running: list[ServerThread] = []
 
     def start(app: Starlette) -> int:
-        sock = _free_socket()
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        while not server.started:
-            if not thread.is_alive():
-                raise RuntimeError("upstream server did not start")
-            thread.join(0.01)
-        running.append((server, thread))
-        return sock.getsockname()[1]
+        running.append(start_server(app))
+        return running[-1].port
 
     yield start
-    for server, _ in running:
-        server.should_exit = server.force_exit = True  # in-flight slow answers are not waited for
-    for _, thread in running:
-        thread.join(5)
+    for server in running:
+        server.stop(force=True)  # in-flight slow answers are not waited for
 
 
 @pytest.fixture(scope="session")
@@ -192,7 +174,7 @@ def upstream(serve_app) -> Upstream:
 @pytest.fixture(scope="session")
 def garbage_port() -> Iterator[int]:
     """A TCP server on 127.0.0.1 that answers every connection with bytes that are not HTTP."""
-    sock = _free_socket()
+    sock = free_socket()
     sock.listen(16)
     stop = threading.Event()
 
@@ -222,7 +204,7 @@ def garbage_port() -> Iterator[int]:
 @pytest.fixture
 def closed_port() -> int:
     """A port on 127.0.0.1 that nothing listens on (bound, then released)."""
-    sock = _free_socket()
+    sock = free_socket()
     port = sock.getsockname()[1]
     sock.close()
     return port

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from support import EXAMPLES, catalog_for
 
 from gateway.context import CallContext
 from gateway.invoke import invoke
-from support import EXAMPLES, catalog_for
 
 SHIPPED_ORIGIN = "http://127.0.0.1:8000"
 

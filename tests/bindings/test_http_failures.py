@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from conftest import http_tool
+
 from gateway.invoke import invoke
 
 

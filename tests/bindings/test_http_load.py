@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from support import catalog_for
 
 from gateway.errors import DefinitionsInvalid
-from support import catalog_for
 
 BROKEN = r"""
 tools:

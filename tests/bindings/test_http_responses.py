@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import http_tool
+
 from gateway.invoke import invoke
 
 

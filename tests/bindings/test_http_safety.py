@@ -6,8 +6,8 @@ from __future__ import annotations
 from urllib.parse import unquote
 
 import pytest
-
 from conftest import http_tool
+
 from gateway.invoke import invoke
 
 PATH_ATTACKS = [

@@ -4,8 +4,8 @@ sandbox, static references, secrets and their redaction, and JSON selection."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import http_tool
+
 from gateway import secrets
 from gateway.invoke import invoke
 from gateway.jsonselect import SelectorInvalid, compile_selector

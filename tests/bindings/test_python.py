@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from support import catalog_for
 
 from gateway.errors import DefinitionsInvalid
 from gateway.invoke import invoke
-from support import catalog_for
 
 TOOL = """
 tools:

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
+from fake_llm import FakeLLM
 from support import REPO
 
 from gateway.runtime import Gateway
-
-# The chat-loop tests' scripted LLM (an OpenAI-compatible server) and their threaded uvicorn runner.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "loop"))
-from fake_llm import FakeLLM
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from loop.fake_llm import FakeLLM, Servers, openai_provider
+from fake_llm import FakeLLM, Servers, openai_provider
 from starlette.applications import Starlette
 from starlette.routing import Route
 from support import EXAMPLES

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from loop.fake_llm import Reply, anthropic_provider
+from fake_llm import Reply, anthropic_provider
 
 QUESTION = "What is the square root of 475695037565?"
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from loop.fake_llm import Reply, Status, openai_provider
+from fake_llm import Reply, Status, openai_provider
 
 from gateway.settings import ApiKey, hash_key
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import yaml
-from loop.fake_llm import FakeLLM, Reply, openai_provider
+from fake_llm import FakeLLM, Reply, openai_provider
 
 
 def chat(tmp_path: Path, defs: Path, llm: FakeLLM, *args: str, providers: dict | None = None) -> subprocess.CompletedProcess:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import openai
 import pytest
-from loop.fake_llm import Reply, Status, openai_provider
+from fake_llm import Reply, Status, openai_provider
 
 from gateway.server import create_app
 from gateway.settings import ApiKey, Settings, hash_key

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from loop.fake_llm import FakeLLM, Reply, Status, anthropic_provider, openai_provider
+from fake_llm import FakeLLM, Reply, Status, anthropic_provider, openai_provider
 
 from gateway.loop import ModelRequest, ProviderError, ProviderTimeout, load_loop_config
 from gateway.loop.providers import make_provider

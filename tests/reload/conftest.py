@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-import socket
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
-from reload_support import PROBE, tool_yaml, wait_until, write
+from reload_support import PROBE, tool_yaml, write
+from support import start_server
 
 from gateway.runtime import Gateway
 from gateway.server.app import create_app
@@ -43,21 +40,9 @@ def serve() -> Iterator[Callable[..., Served]]:
 
     def start(definitions: Path, **overrides: Any) -> Served:
         gateway = Gateway(Settings(definitions=definitions, **overrides))
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        server = uvicorn.Server(uvicorn.Config(create_app(gateway), log_level="warning", lifespan="on"))
-        thread = threading.Thread(target=asyncio.run, args=(server.serve(sockets=[sock]),), daemon=True)
-        thread.start()
-
-        def stop() -> None:
-            server.should_exit = True
-            thread.join(timeout=15)
-            sock.close()
-
-        stops.append(stop)
-        wait_until(lambda: server.started or not thread.is_alive(), "the server to start")
-        assert server.started, "the gateway server did not start"
-        return Served(f"http://127.0.0.1:{sock.getsockname()[1]}", gateway)
+        server = start_server(create_app(gateway), lifespan="on")
+        stops.append(server.stop)
+        return Served(server.url, gateway)
 
     yield start
     for stop in reversed(stops):

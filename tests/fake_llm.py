@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from support import ServerThread, start_server
 
 
 @dataclass
@@ -160,37 +158,20 @@ async def _sse(events: Iterator[tuple[str | None, dict[str, Any]]]) -> AsyncIter
     yield b"data: [DONE]\n\n"
 
 
-def _free_socket() -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock
-
-
 class Servers:
-    """ASGI apps under uvicorn, each in a thread on a free port of 127.0.0.1, by base URL."""
+    """ASGI apps served in threads (``support.start_server``), by base URL."""
 
     def __init__(self) -> None:
-        self.running: dict[str, tuple[uvicorn.Server, threading.Thread]] = {}
+        self.running: dict[str, ServerThread] = {}
 
     def start(self, app: Starlette, lifespan: str = "off") -> str:
-        sock = _free_socket()
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        while not server.started:
-            if not thread.is_alive():
-                raise RuntimeError("server did not start")
-            thread.join(0.01)
-        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        self.running[url] = (server, thread)
-        return url
+        running = start_server(app, lifespan=lifespan)
+        self.running[running.url] = running
+        return running.url
 
     def stop(self, urls: list[str]) -> None:
         for url in urls:
-            server, thread = self.running.pop(url)
-            server.should_exit = True
-            thread.join(10)
+            self.running.pop(url).stop()
 
 
 def openai_provider(llm: FakeLLM, **extra: Any) -> dict[str, Any]:
