@@ -20,6 +20,7 @@ import yaml
 from .errors import GatewayError
 
 ENV_PREFIX = "TOOL_GATEWAY_"
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")  # what both logging and uvicorn accept
 
 
 class SettingsInvalid(GatewayError):
@@ -32,12 +33,17 @@ def hash_key(key: str) -> str:
 
 @dataclass(frozen=True)
 class ApiKey:
-    """An API key, by hash, with what it may use: ``toolsets`` (empty = every toolset) and admin operations."""
+    """An API key, by hash, with what it may use: ``toolsets`` (empty = every toolset) and admin operations.
+
+    ``may_assert_user`` marks a trusted front end that calls on behalf of its own users: only such a key may name
+    the user tools see (``X-User``, a chat body's ``user``); for any other key that user is the key's name.
+    """
 
     name: str
     sha256: str
     toolsets: tuple[str, ...] = ()
     admin: bool = False
+    may_assert_user: bool = False
 
     def allows(self, tool_toolsets: tuple[str, ...]) -> bool:
         return not self.toolsets or bool(set(self.toolsets) & set(tool_toolsets))
@@ -145,20 +151,41 @@ def _coerce(values: dict[str, Any]) -> Settings:
             elif isinstance(default, Path):
                 changes[name] = Path(value)
             elif isinstance(default, tuple):
-                changes[name] = tuple(value)
+                changes[name] = _strings(value, f"setting '{name}'")
             else:
                 changes[name] = value
         except (TypeError, ValueError):
             raise SettingsInvalid(f"setting '{name}': invalid value {value!r}") from None
+    if "log_level" in changes:
+        level = str(changes["log_level"]).lower()
+        if level not in LOG_LEVELS:
+            raise SettingsInvalid(f"setting 'log_level': invalid value {changes['log_level']!r} "
+                                  f"(use one of: {', '.join(LOG_LEVELS)})")
+        changes["log_level"] = level
     changes["api_keys"] = tuple(_api_key(entry) for entry in keys)
     return replace(settings, **changes)
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    """A list setting's items. A lone string is refused: ``tuple("acme")`` would be its letters."""
+    if isinstance(value, str):
+        raise SettingsInvalid(f"{where}: expected a list, got the string {value!r} (write [{value}])")
+    if not isinstance(value, (list, tuple)):
+        raise SettingsInvalid(f"{where}: expected a list, got {value!r}")
+    return tuple(str(item) for item in value)
 
 
 def _api_key(entry: Any) -> ApiKey:
     if not isinstance(entry, dict) or "name" not in entry or "sha256" not in entry:
         raise SettingsInvalid("each api_keys entry needs 'name' and 'sha256' (the key's SHA-256 hex digest)")
-    unknown = set(entry) - {"name", "sha256", "toolsets", "admin"}
+    where = f"api key '{entry['name']}'"
+    unknown = set(entry) - {"name", "sha256", "toolsets", "admin", "may_assert_user"}
     if unknown:
-        raise SettingsInvalid(f"api key '{entry['name']}': unknown field(s) {', '.join(sorted(unknown))}")
-    return ApiKey(str(entry["name"]), str(entry["sha256"]).lower(), tuple(entry.get("toolsets") or ()),
-                  bool(entry.get("admin", False)))
+        raise SettingsInvalid(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    flags = {}
+    for flag in ("admin", "may_assert_user"):
+        if not isinstance(entry.get(flag, False), bool):  # bool("false") would grant it
+            raise SettingsInvalid(f"{where}: '{flag}' must be true or false, got {entry[flag]!r}")
+        flags[flag] = entry.get(flag, False)
+    return ApiKey(str(entry["name"]), str(entry["sha256"]).lower(),
+                  _strings(entry.get("toolsets") or [], f"{where}: 'toolsets'"), **flags)

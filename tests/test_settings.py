@@ -40,6 +40,11 @@ def test_api_keys_from_the_file_carry_toolsets(tmp_path):
     ("port: many\n", "setting 'port': invalid value 'many'"),
     ("api_keys: [{name: x}]\n", "needs 'name' and 'sha256'"),
     ("- a\n", "expected a mapping of settings"),
+    ("log_level: verbose\n", "setting 'log_level': invalid value 'verbose' .*debug, info, warning, error, critical"),
+    ("allowed_packages: acme\n", "setting 'allowed_packages': expected a list, got the string 'acme'"),
+    ("allowed_origins: https://app.example\n", "setting 'allowed_origins': expected a list"),
+    ("api_keys: [{name: x, sha256: ab, toolsets: math}]\n", "api key 'x': 'toolsets': expected a list, got the string 'math'"),
+    ("api_keys: [{name: x, sha256: ab, may_assert_user: maybe}]\n", "api key 'x': 'may_assert_user' must be"),
 ])
 def test_invalid_settings_say_what_is_wrong(tmp_path, text, message):
     """Invalid settings raise SettingsInvalid naming the setting and the problem."""
@@ -47,3 +52,20 @@ def test_invalid_settings_say_what_is_wrong(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(SettingsInvalid, match=message):
         load_settings(path, {})
+
+
+def test_log_level_from_the_environment_is_checked_and_normalised():
+    """TOOL_GATEWAY_LOG_LEVEL is case-insensitive, and a level logging does not know is a SettingsInvalid, not
+    a traceback at start-up."""
+    assert load_settings(None, {"TOOL_GATEWAY_LOG_LEVEL": "DEBUG"}).log_level == "debug"
+    with pytest.raises(SettingsInvalid, match="log_level"):
+        load_settings(None, {"TOOL_GATEWAY_LOG_LEVEL": "verbose"})
+
+
+def test_a_key_may_be_allowed_to_assert_the_user(tmp_path):
+    """``may_assert_user: true`` on a settings-file key is kept; keys default to not asserting users."""
+    path = tmp_path / "gateway.yaml"
+    path.write_text(f"api_keys:\n  - {{name: web, sha256: {hash_key('w')}, may_assert_user: true}}\n"
+                    f"  - {{name: app, sha256: {hash_key('a')}}}\n")
+    settings = load_settings(path, {})
+    assert settings.find_key("w").may_assert_user and not settings.find_key("a").may_assert_user
