@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .bindings import PYTHON_DIR
 from .errors import Problem
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from .definitions import ToolDefinition
 
 SETTLE_NS = 2_000_000_000
-PYTHON_DIR = "python"
 
 
 @dataclass(frozen=True, slots=True)

@@ -133,6 +133,9 @@ def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | 
     problems: list[Problem] = [p for p in definitions.problems if p.severity == "error"]
     tools: dict[str, Tool] = {}
     version = hashlib.sha256(definitions.digest.encode())
+    # Python modules are part of what the catalog serves: a change there is a new version.
+    env.python_digest = cache.python_digest(env)
+    version.update(env.python_digest.encode())
     for definition in definitions.tools:
         try:
             tool = cache.tool(definition, env, _build_tool)
@@ -142,8 +145,6 @@ def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | 
         tools[tool.id] = tool
         if tool.script:
             version.update(cache.script_digest(tool).encode())
-    # Python modules are part of what the catalog serves: a change there is a new version.
-    version.update(cache.python_digest(env).encode())
     cache.retain(tool.definition for tool in tools.values())
     if problems:
         raise DefinitionsInvalid(sorted(problems, key=lambda p: (p.file, p.line, p.column)))

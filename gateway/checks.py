@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 
 from jsonschema import ValidationError
 
+from .bindings import SERVER_BINDINGS
 from .errors import Problem
-from .schemas import definitions_validator, metaschema_errors
+from .schemas import definitions_validator, json_type, metaschema_errors, remote_refs
 
 if TYPE_CHECKING:
     from .definitions import ToolDefinition
@@ -27,7 +28,7 @@ def check_document(document: YamlDocument) -> tuple[list[Problem], set[int]]:
     Returns the problems and the indices of the tools they are in.
     """
     if not isinstance(document.data, dict):
-        got = "an empty file" if document.data is None else _type_name(document.data)
+        got = "an empty file" if document.data is None else json_type(document.data)
         return [document.problem([], f"expected a mapping with a 'tools' list, got {got}")], set()
     problems = []
     misshapen: set[int] = set()
@@ -64,7 +65,7 @@ def _schema_problems(document: YamlDocument, error: ValidationError) -> list[Pro
         options = ", ".join(repr(v) for v in error.validator_value)
         return [document.problem(path, f"{where}: {error.instance!r} is not one of {options}")]
     if error.validator == "type":
-        return [document.problem(path, f"{where}: expected {error.validator_value}, got {_type_name(error.instance)}")]
+        return [document.problem(path, f"{where}: expected {error.validator_value}, got {json_type(error.instance)}")]
     if error.validator == "minProperties" and path and path[-1] == "binding":
         return [document.problem(path, "binding is empty: give one of python, http or browser")]
     if error.validator == "not" and path and path[-1] == "http":
@@ -77,11 +78,6 @@ def _describe(path: list[str | int]) -> str:
         rest = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path[2:])
         return f"tools[{path[1]}]{rest}"
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".") or "the file"
-
-
-def _type_name(value: object) -> str:
-    names = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", type(None): "nothing (null)"}
-    return names.get(type(value), type(value).__name__)
 
 
 def check_tool(tool: ToolDefinition) -> list[Problem]:
@@ -104,6 +100,9 @@ def _check_schema_value(tool: ToolDefinition, key: str) -> list[Problem]:
         return []
     problems = [tool.problem([key, *path], f"{key} is not a valid JSON Schema: {message}")
                 for path, message in metaschema_errors(schema)]
+    problems += [tool.problem([key, *path], f"$ref {ref!r} points outside the schema: only local references "
+                              "('#/$defs/...') are allowed, a call never fetches a URL")
+                 for path, ref in remote_refs(schema)]
     if key == "input_schema" and not problems and schema.get("type") != "object":
         problems.append(
             tool.problem([key], f"input_schema must have 'type: object' at its root (got {schema.get('type')!r})")
@@ -113,7 +112,7 @@ def _check_schema_value(tool: ToolDefinition, key: str) -> list[Problem]:
 
 def _check_scope(tool: ToolDefinition) -> list[Problem]:
     binding = tool.binding
-    servers = [kind for kind in ("python", "http") if kind in binding]
+    servers = [kind for kind in SERVER_BINDINGS if kind in binding]
     problems = []
     if len(servers) > 1:
         problems.append(tool.problem(["binding"], "give one server binding, not both python and http"))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import checks
+from .bindings import SERVER_BINDINGS
 from .buildcache import FileDigests
 from .errors import Problem
 from .yamlsource import YamlDocument, parse_yaml
@@ -37,7 +38,6 @@ class Scope(str, Enum):
         return self is not Scope.SERVER
 
 
-SERVER_BINDINGS = ("python", "http")
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,11 +60,6 @@ class ToolDefinition:
     # Where it was declared: the document and the index in its `tools` list.
     document: YamlDocument | None = field(default=None, repr=False)
     index: int = 0
-
-    @property
-    def server_binding(self) -> str | None:
-        """The kind of the binding that runs in the gateway (python or http), if any."""
-        return next((kind for kind in SERVER_BINDINGS if kind in self.binding), None)
 
     @property
     def file(self) -> str:
@@ -166,17 +161,13 @@ def _definition(raw: dict[str, Any], document: YamlDocument, index: int) -> Tool
     )
 
 
-def definition_files(root: Path) -> list[Path]:
-    """Every YAML file below ``root``, in a stable order; hidden files and directories are skipped.
-
-    Symlinked directories are followed, so a Kubernetes ConfigMap mount (files linked through ``..data``) works;
-    its hidden ``..<timestamp>`` directories are not read twice.
-    """
-    return [Path(path) for path, _ in _yaml_files(root)]
-
-
 def _yaml_files(root: Path) -> list[tuple[str, str]]:
-    """(path, path shown in messages: relative to ``root``, with '/') of every YAML file below ``root``."""
+    """(path, path shown in messages: relative to ``root``, with '/') of every YAML file below ``root``.
+
+    Stable order; hidden files and directories are skipped. Symlinked directories are followed, so a Kubernetes
+    ConfigMap mount (files linked through ``..data``) works; its hidden ``..<timestamp>`` directories are not
+    read twice.
+    """
     found: list[tuple[str, str]] = []
     visited: set[str] = set()  # real directories already walked: a symlink loop is walked once
     for directory, dirnames, filenames in os.walk(root, followlinks=True):
@@ -203,13 +194,6 @@ class DefinitionsCache:
     def __init__(self) -> None:
         self._files: dict[tuple[str, str], FileDefinitions] = {}
         self._digests = FileDigests()
-
-    def parse(self, file: str, data: bytes) -> FileDefinitions:
-        key = (file, hashlib.sha256(data).hexdigest())
-        cached = self._files.get(key)
-        if cached is None:
-            cached = self._files[key] = _parse_bytes(file, data)
-        return cached
 
     def load(self, path: str, file: str) -> FileDefinitions:
         """The definitions in the file at ``path`` (shown as ``file``); raises ``OSError`` if it cannot be read."""

@@ -17,6 +17,7 @@ import json
 import logging
 import time
 import uuid
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ from .catalog import Catalog, Tool
 from .context import CallContext
 from .definitions import Scope
 from .errors import ArgumentsInvalid, ToolError, ToolTimeout
+from .schemas import json_type
 
 log = logging.getLogger("gateway.invoke")
 TRUNCATION_MARK = "\n…[truncated: {omitted} more characters]"
@@ -59,21 +61,29 @@ def parse_arguments(tool: Tool, raw: Any) -> dict[str, Any]:
     if raw is None or raw == "":
         return {}
     value = raw
+    text = raw.decode() if isinstance(raw, bytes) else raw
     if isinstance(raw, (str, bytes)):
         try:
             value = json.loads(raw)
         except ValueError:
-            value = raw.decode() if isinstance(raw, bytes) else raw  # a bare string, as the seed's tools accept
+            value = text  # a bare string, as the seed's tools accept
     if isinstance(value, dict):
         return value
     single = _single_parameter(tool)
     if single is not None:
+        # A bare 42 for a string parameter is the text "42", not a number that fails validation.
+        if isinstance(text, str) and not isinstance(value, str) and _accepts_only_strings(tool, single):
+            return {single: text}
         return {single: value}
     expected = ", ".join(tool.input_schema.get("properties", {})) or "none"
     raise ArgumentsInvalid(
         f"Invalid arguments for tool '{tool.id}': expected a JSON object with the parameters ({expected}), "
-        f"got {_json_type(value)}."
+        f"got {json_type(value)}."
     )
+
+
+def _accepts_only_strings(tool: Tool, name: str) -> bool:
+    return tool.input_schema["properties"][name].get("type") == "string"
 
 
 def _single_parameter(tool: Tool) -> str | None:
@@ -106,22 +116,10 @@ def describe_error(error: ValidationError) -> str:
         return f"at {path}: unexpected property {extra} (allowed: {allowed})"
     if validator == "type":
         wanted = " or ".join(expected) if isinstance(expected, list) else expected
-        return f"at {path}: expected {wanted}, got {_json_type(error.instance)} {got}"
+        return f"at {path}: expected {wanted}, got {json_type(error.instance)} {got}"
     if validator == "enum":
         return f"at {path}: expected one of {', '.join(json.dumps(v) for v in expected)}, got {got}"
     return f"at {path}: {error.message}"
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
 
 
 def _excerpt(value: Any, limit: int = 80) -> str:
@@ -148,7 +146,9 @@ async def invoke(catalog: Catalog, tool_id: str, raw_arguments: Any = None,
         arguments = parse_arguments(tool, raw_arguments)
         validate_arguments(tool, arguments)
         try:
-            async with asyncio.timeout(timeout):
+            # Waiting for a free slot counts toward the timeout: a saturated gateway answers, it does not queue
+            # forever.
+            async with asyncio.timeout(timeout), _call_slots(settings.max_concurrent_calls):
                 value = await tool.executors[side](arguments, context)
         except TimeoutError:
             raise ToolTimeout(f"Tool '{tool.id}' did not finish within {timeout:g} s.") from None
@@ -161,6 +161,19 @@ async def invoke(catalog: Catalog, tool_id: str, raw_arguments: Any = None,
         message = f"Tool '{tool.id}' failed with an internal error ({type(exc).__name__}); ref {reference}."
         result = error_result(tool.id, message, side)
     return dataclasses.replace(result, duration_s=time.perf_counter() - started)
+
+
+_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[int, asyncio.Semaphore]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _call_slots(limit: int) -> asyncio.Semaphore:
+    """The process-wide cap on calls executing at once (``max_concurrent_calls``), one per event loop."""
+    loop = asyncio.get_running_loop()
+    known = _slots.get(loop)
+    if known is None or known[0] != limit:
+        known = _slots[loop] = (limit, asyncio.Semaphore(limit))
+    return known[1]
 
 
 def error_result(tool_id: str, message: str, side: str = "server") -> ToolResult:

@@ -24,6 +24,19 @@ SCHEMAS_DIR = _PACKAGED if _PACKAGED.is_dir() else Path(__file__).parent.parent 
 DEFINITIONS_SCHEMA = SCHEMAS_DIR / "tool-definitions.schema.json"
 
 
+def json_type(value: Any) -> str:
+    """The JSON Schema type name of a JSON value ("integer" for 3, "number" for 3.5, "array" for a list)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+
+
 def _retrieve(uri: str) -> Resource:
     # Only files inside the schemas directory can be referenced: no network, no arbitrary paths.
     if not uri.startswith("file://"):
@@ -61,9 +74,27 @@ def metaschema_errors(schema: Any) -> list[tuple[list[str | int], str]]:
 
 
 def compile_validator(schema: dict[str, Any]) -> Draft202012Validator:
-    """A validator for a tool's input or output schema, with format checking (dates, emails, …) on."""
+    """A validator for a tool's input or output schema, with format checking (dates, emails, …) on.
+
+    The empty registry turns off jsonschema's retrieval of remote ``$ref``s: a call must never fetch a URL.
+    """
     cls = validator_for(schema, default=Draft202012Validator)
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER, registry=Registry())
+
+
+def remote_refs(schema: Any, path: tuple[str | int, ...] = ()) -> list[tuple[list[str | int], str]]:
+    """Every ``$ref`` that does not point inside the schema itself, with its path."""
+    found = []
+    if isinstance(schema, dict):
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and not ref.startswith("#"):
+            found.append(([*path, "$ref"], ref))
+        for key, value in schema.items():
+            found += remote_refs(value, (*path, key))
+    elif isinstance(schema, list):
+        for index, value in enumerate(schema):
+            found += remote_refs(value, (*path, index))
+    return found
 
 
 # The fast path of metaschema_errors. Validating against the 2020-12 metaschema costs ~5 ms a schema in

@@ -21,7 +21,7 @@ EXPECTED = [
     ("02-shape.yaml", 21, 12, "tools[3].scope: 'BROWSER' is not one of"),
     ("02-shape.yaml", 28, 7, "unknown key 'pyhton' in tools[4].binding"),
     ("02-shape.yaml", 33, 14, "binding is empty"),
-    ("02-shape.yaml", 38, 11, "tools[6].tags: expected array, got a string"),
+    ("02-shape.yaml", 38, 11, "tools[6].tags: expected array, got string"),
     ("02-shape.yaml", 39, 16, "tools[6].timeout_s: -5"),
     ("03-schemas.yaml", 10, 17, "input_schema is not a valid JSON Schema: unknown type 'strnig'"),
     ("03-schemas.yaml", 17, 7, "input_schema must have 'type: object' at its root (got 'array')"),
@@ -41,7 +41,7 @@ EXPECTED = [
     ("06-duplicates.yaml", 2, 9, "duplicate tool id 'typo_key' (first declared at 02-shape.yaml:2:9)"),
     ("06-duplicates.yaml", 4, 5, "duplicate key 'name'"),
     ("07-empty.yaml", 1, 1, "got an empty file"),
-    ("08-not-tools.yaml", 1, 1, "expected a mapping with a 'tools' list, got a list"),
+    ("08-not-tools.yaml", 1, 1, "expected a mapping with a 'tools' list, got array"),
 ]
 
 

@@ -241,3 +241,56 @@ async def test_concurrent_calls_each_get_their_own_result(catalog):
     """Concurrent calls of a sync tool (run in worker threads) each return their own arguments' result."""
     results = await asyncio.gather(*(invoke(catalog, "echo", {"text": str(i)}) for i in range(20)))
     assert [r.value for r in results] == [str(i) for i in range(20)]
+
+
+async def test_bare_number_for_a_string_parameter_is_text(examples):
+    """`example-tool 42` passes the text "42" to the one string parameter, as the seed's tools read input."""
+    result = await invoke(examples, "example-tool", "42")
+    assert (result.is_error, result.value) == (False, "42 answered")
+
+
+async def test_concurrent_calls_beyond_the_limit_wait_for_a_slot(write_definitions):
+    """With max_concurrent_calls=2, no more than two calls execute at once; the others wait, then run."""
+    root = write_definitions({
+        "python/gate.py": """
+            import asyncio
+
+            running = 0
+            peak = 0
+
+
+            async def work() -> int:
+                global running, peak
+                running += 1
+                peak = max(peak, running)
+                await asyncio.sleep(0.05)
+                running -= 1
+                return peak
+        """,
+        "t.yaml": """
+            tools:
+              - {id: work, name: W, user_description: u, ai_description: a, binding: {python: "gate:work"}}
+        """,
+    })
+    catalog = catalog_for(root, max_concurrent_calls=2)
+    results = await asyncio.gather(*(invoke(catalog, "work") for _ in range(6)))
+    assert not any(r.is_error for r in results)
+    assert max(r.value for r in results) == 2
+
+
+async def test_a_call_waiting_for_a_slot_times_out_cleanly(write_definitions):
+    """A call that cannot get a slot within its timeout becomes a timeout error result."""
+    root = write_definitions({
+        "python/hold.py": "import asyncio\n\n\nasync def hold(seconds: float) -> str:\n"
+                          "    await asyncio.sleep(seconds)\n    return 'done'\n",
+        "t.yaml": """
+            tools:
+              - {id: hold, name: H, user_description: u, ai_description: a, timeout_s: 0.3,
+                 binding: {python: "hold:hold"}}
+        """,
+    })
+    catalog = catalog_for(root, max_concurrent_calls=1)
+    first, second = await asyncio.gather(invoke(catalog, "hold", {"seconds": 0.2}),
+                                         invoke(catalog, "hold", {"seconds": 0.2}))
+    assert not first.is_error
+    assert second.is_error and "did not finish within 0.3 s" in second.error

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from ..definitions import ToolDefinition
     from ..settings import Settings
 
+SERVER_BINDINGS = ("python", "http")  # the kinds that run in the gateway; "browser" runs in the page
+PYTHON_DIR = "python"  # <definitions>/python/: modules python bindings may name without being allowed
 Executor = Callable[[dict[str, Any], "CallContext"], Awaitable[Any]]
 
 
@@ -42,8 +44,10 @@ class BuildEnv:
     # Live browser sessions (gateway.bridge); None where no server runs.
     bridge: Any = None
     warnings: list[Problem] = field(default_factory=list)
-    # Values a binding kind computes once per build rather than once per tool (a directory's digest).
+    # Values a binding kind computes once per build rather than once per tool.
     memo: dict[Any, Any] = field(default_factory=dict)
+    # Digest of <definitions>/python/*.py for this build, set by build_catalog before any tool is built.
+    python_digest: str = ""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import hashlib
 import importlib
 import inspect
 import sys
@@ -23,9 +22,8 @@ from typing import Any
 from ..context import CONTEXT_PARAMETERS, CallContext
 from ..definitions import ToolDefinition
 from ..signature import SchemaDerivationError, coerce, parameters, schema_for_function, type_hints
-from . import BindingProblems, Bound, BuildEnv
+from . import PYTHON_DIR, BindingProblems, Bound, BuildEnv
 
-PYTHON_DIR = "python"
 # Where sync tools run. asyncio's executor hop costs half the CPU of anyio.to_thread's (~70 vs ~150 µs a call,
 # measured under load: a third of a REST call's overhead); 40 workers, anyio's default limit.
 _THREADS = ThreadPoolExecutor(max_workers=40, thread_name_prefix="gateway-tool")
@@ -49,8 +47,8 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
             f"module '{module_name}' is not allowed: put it in {PYTHON_DIR}/ of the definitions directory or add "
             f"its package to allowed_packages (allowed packages: {allowed})"
         )
-    if local and ("python-dir", python_dir) not in env.memo:
-        env.memo["python-dir", python_dir] = refresh_local_modules(python_dir)
+    if local:
+        refresh_local_modules(python_dir, env.python_digest)
     try:
         module = importlib.import_module(module_name)
     except SyntaxError as exc:
@@ -68,6 +66,11 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
         raise fail(f"module '{module_name}' has no attribute '{attribute}'")
     if not callable(function):
         raise fail(f"'{target}' is not callable (it is {type(function).__name__})")
+    origin = _defined_in(function)
+    if not (_is_local_module(origin, python_dir) or _allowed(origin or "", env.settings.allowed_packages)):
+        # A trusted module may import anything (`from subprocess import run`): what runs must be trusted too.
+        raise fail(f"'{target}' is defined in module '{origin}', which is not allowed: bind the function where it is "
+                   f"defined, from {PYTHON_DIR}/ or an allowed package")
     try:
         derived = None if definition.input_schema is not None else schema_for_function(function, CONTEXT_PARAMETERS)
     except SchemaDerivationError as exc:
@@ -83,23 +86,36 @@ def _is_local(python_dir: Path, module_name: str) -> bool:
     return (python_dir / f"{top}.py").is_file() or (python_dir / top / "__init__.py").is_file()
 
 
+def _defined_in(function: Any) -> str | None:
+    """The module that defines what a call runs: the function's own, a partial's target's, a callable's class's."""
+    while isinstance(function, partial):
+        function = function.func
+    target = function if inspect.isfunction(function) or inspect.isclass(function) or inspect.isbuiltin(function) \
+        else type(function)
+    return getattr(inspect.unwrap(target), "__module__", None)
+
+
+def _is_local_module(name: str | None, python_dir: Path) -> bool:
+    file = getattr(sys.modules.get(name or ""), "__file__", None)
+    return bool(file) and Path(file).resolve().is_relative_to(python_dir)
+
+
 def _allowed(module_name: str, allowed_packages: tuple[str, ...]) -> bool:
     return any(module_name == pkg or module_name.startswith(pkg + ".") for pkg in allowed_packages)
 
 
-def refresh_local_modules(python_dir: Path) -> str:
+def refresh_local_modules(python_dir: Path, digest: str) -> None:
     """Make ``<definitions>/python`` importable, and forget its modules when any of its files changed.
 
     One such directory is importable at a time (a process serves one definitions directory; tests build
     several), so switching directories also forgets the previous directory's modules, which may share names.
     Functions of a previous import stay alive in the catalog that holds them; the next catalog gets fresh
-    modules. Other modules are never touched. Returns the directory's digest.
+    modules. Other modules are never touched. ``digest`` is the directory's content digest for this build.
     """
     global _active_dir, _loaded_digest
     with _lock:
-        digest = _tree_digest(python_dir)
         if _active_dir == python_dir and _loaded_digest == digest:
-            return digest
+            return
         for directory in {python_dir, _active_dir} - {None}:
             _forget_modules(directory)
             while str(directory) in sys.path:
@@ -109,7 +125,6 @@ def refresh_local_modules(python_dir: Path) -> str:
         _forget_bytecode(python_dir)
         importlib.invalidate_caches()
         _active_dir, _loaded_digest = python_dir, digest
-        return digest
 
 
 def _forget_bytecode(directory: Path) -> None:
@@ -125,14 +140,6 @@ def _forget_modules(directory: Path) -> None:
         file = getattr(module, "__file__", None)
         if file and Path(file).resolve().is_relative_to(directory):
             del sys.modules[name]
-
-
-def _tree_digest(directory: Path) -> str:
-    sha = hashlib.sha256()
-    for path in sorted(directory.rglob("*.py")):
-        sha.update(str(path).encode())
-        sha.update(path.read_bytes())
-    return sha.hexdigest()
 
 
 def _signature_mismatch(definition: ToolDefinition, function: Any) -> list:

@@ -66,3 +66,42 @@ def test_local_module_shadowing_an_installed_one_is_refused(write_definitions):
     root = write_definitions({"python/json.py": "def f() -> str:\n    return ''\n", "t.yaml": TOOL % "json:f"})
     with pytest.raises(DefinitionsInvalid, match="has the name of an installed module"):
         catalog_for(root)
+
+
+def test_imported_name_from_an_untrusted_module_is_refused(write_definitions):
+    """A local module that imports subprocess.check_output cannot expose it as a tool: what runs must be trusted."""
+    root = write_definitions({
+        "python/helpers.py": "from subprocess import check_output  # noqa: F401\n",
+        "t.yaml": """
+            tools:
+              - id: t
+                name: T
+                user_description: u
+                ai_description: a
+                input_schema: {type: object, properties: {args: {type: array}}, required: [args]}
+                binding: {python: "helpers:check_output"}
+        """,
+    })
+    with pytest.raises(DefinitionsInvalid, match="is defined in module 'subprocess', which is not allowed"):
+        catalog_for(root)
+
+
+def test_remote_ref_in_a_schema_is_a_load_problem(write_definitions):
+    """A $ref to a URL is refused at load time: validating a call must never fetch anything."""
+    root = write_definitions({
+        "python/m.py": "def f(x: str) -> str:\n    return x\n",
+        "t.yaml": """
+            tools:
+              - id: t
+                name: T
+                user_description: u
+                ai_description: a
+                input_schema:
+                  type: object
+                  properties: {x: {$ref: "http://127.0.0.1:9/s.json"}}
+                  required: [x]
+                binding: {python: "m:f"}
+        """,
+    })
+    with pytest.raises(DefinitionsInvalid, match=r"t.yaml:8:\d+: .*points outside the schema"):
+        catalog_for(root)
