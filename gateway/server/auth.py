@@ -8,14 +8,16 @@ time (``Settings.find_key``) and never logged.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import ipaddress
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from starlette.datastructures import Headers
 
-from ..catalog import Tool
-from ..errors import Forbidden, Unauthorized
+from ..catalog import Catalog, Tool
+from ..errors import Forbidden, Unauthorized, UnknownTool
 from ..settings import ApiKey, Settings
 
 SCOPE_KEY = "gateway.caller"  # where the MCP adapter finds the caller authenticated for its HTTP request
@@ -47,9 +49,20 @@ class Caller:
             return True
         return self.key is not None and self.key.allows(tool.definition.toolsets)
 
-    def check_tool(self, tool: Tool) -> None:
-        if not self.may_use(tool):
-            raise Forbidden(f"This API key may not use tool '{tool.id}' (its toolsets: {', '.join(self.toolsets)}).")
+    def tool(self, catalog: Catalog, tool_id: str) -> Tool:
+        """The tool ``tool_id`` if this caller may use it. Else ``UnknownTool``, exactly as for a missing tool and
+        with close matches among the caller's own tools only: a key learns nothing of tools outside its toolsets."""
+        tool = catalog.tools.get(tool_id)
+        if tool is not None and self.may_use(tool):
+            return tool
+        raise unknown_tool(tool_id, [t.id for t in catalog.tools.values() if self.may_use(t)])
+
+    def user(self, asserted: str | None) -> str | None:
+        """The user tools see. A request may assert one (``X-User``, a chat body's ``user``) when auth is off or its
+        key has ``may_assert_user``; otherwise it is the key's name, so a key holder cannot pose as someone else."""
+        if asserted and (not self.auth or (self.key is not None and self.key.may_assert_user)):
+            return asserted
+        return self.name
 
     def check_admin(self) -> None:
         if not self.is_admin:
@@ -75,6 +88,11 @@ def authenticate(settings: Settings, headers: Headers, client_host: str | None, 
     if key is None:
         raise Unauthorized("Invalid API key.")
     return Caller(key, loopback, auth=True)
+
+
+def unknown_tool(tool_id: str, known: Iterable[str]) -> UnknownTool:
+    """The error for a tool name the caller cannot reach, suggesting close matches among ``known`` only."""
+    return UnknownTool(tool_id, difflib.get_close_matches(tool_id, list(known), n=3, cutoff=0.6))
 
 
 @functools.lru_cache(maxsize=1024)  # parsing an address costs more than the rest of authenticating

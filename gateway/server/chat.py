@@ -19,7 +19,6 @@ configured. A failure after a stream started arrives as one ``{"error": ...}`` e
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import time
 import uuid
@@ -31,13 +30,13 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from ..errors import BadRequest, GatewayError
+from ..errors import GatewayError
 from ..loop import ChatLoop, Executed, Finished, TextDelta, load_loop_config, parse_chat_request
 from ..loop.loop import Event
 from ..runtime import Gateway
 from .auth import authenticate
+from .bodies import parse_json, read_body
 from .errors import dumps
-from .rest import read_body
 
 log = logging.getLogger("gateway.server")
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -62,7 +61,7 @@ class ChatEndpoint:
     async def completions(self, request: Request) -> Response:
         try:
             caller = authenticate(self.gateway.settings, request.headers, request.client.host if request.client else None)
-            chat = parse_chat_request(_json(await read_body(request, self.gateway.settings.max_body_bytes)),
+            chat = parse_chat_request(parse_json(await read_body(request, self.gateway.settings.max_body_bytes)),
                                       request.headers.get("x-conversation-id"))
             if chat.user is None:  # as on REST: the X-User header, else the API key's name
                 chat = dataclasses.replace(chat, user=request.headers.get("x-user") or caller.name)
@@ -180,14 +179,3 @@ def _error_body(exc: GatewayError) -> dict[str, Any]:
 
 def _event(data: dict[str, Any]) -> bytes:
     return b"data: " + dumps(data) + b"\n\n"
-
-
-def _json(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except UnicodeDecodeError:
-        raise BadRequest("Request body is not UTF-8 text.") from None
-    except ValueError as exc:
-        raise BadRequest(f"Request body is not valid JSON: {exc}.") from None
-
-

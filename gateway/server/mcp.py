@@ -19,7 +19,6 @@ have a GET stream to hear about changes on.
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -50,7 +49,7 @@ from ..formats import mcp as mcp_format
 from ..formats import render_tools
 from ..invoke import ToolResult, invoke
 from ..runtime import Gateway
-from .auth import SCOPE_KEY, Caller, authenticate
+from .auth import SCOPE_KEY, Caller, authenticate, unknown_tool
 from .errors import gateway_error
 
 log = logging.getLogger("gateway.mcp")
@@ -149,13 +148,10 @@ class McpSurface:
         catalog = self.gateway.catalog
         caller = _caller(ctx)
         tool = catalog.tools.get(params.name)
-        if tool is None or tool.id not in self.entries(catalog):
+        # A tool the key may not use is unknown to it, as on REST: neither told apart nor suggested.
+        if tool is None or tool.id not in self.entries(catalog) or not caller.may_use(tool):
             known = [t.id for t in self.visible(catalog, caller, _session(ctx, params.meta))]
-            close = difflib.get_close_matches(params.name, known, n=3, cutoff=0.6)
-            hint = f" Did you mean: {', '.join(close)}?" if close else ""
-            raise MCPError(INVALID_PARAMS, f"Unknown tool '{params.name}'.{hint}")
-        if not caller.may_use(tool):
-            raise MCPError(INVALID_PARAMS, f"Tool '{tool.id}' is not available to this API key.")
+            raise MCPError(INVALID_PARAMS, str(unknown_tool(params.name, known)))
         result = await invoke(catalog, tool.id, params.arguments, _context(ctx, caller, params.meta))
         return self.call_result(tool, result)
 
@@ -228,15 +224,23 @@ def _caller(ctx: ServerRequestContext[Any]) -> Caller:
 
 def _session(ctx: ServerRequestContext[Any], meta: Any) -> str | None:
     """The browser bridge session a request names: ``_meta["gateway/session"]``, else ``X-Gateway-Session``."""
-    return (meta or {}).get(SESSION_META) or ctx.request.headers.get("x-gateway-session")
+    return _meta_text(meta, SESSION_META) or ctx.request.headers.get("x-gateway-session")
+
+
+def _meta_text(meta: Any, key: str) -> str | None:
+    """A gateway ``_meta`` entry, which must be a string when present (else INVALID_PARAMS naming it)."""
+    value = (meta or {}).get(key)
+    if value is not None and not isinstance(value, str):
+        raise MCPError(INVALID_PARAMS, f'_meta["{key}"] must be a string, not {type(value).__name__}.')
+    return value
 
 
 def _context(ctx: ServerRequestContext[Any], caller: Caller, meta: Any) -> CallContext:
     headers = ctx.request.headers
     session = _session(ctx, meta)
     return CallContext(
-        conversation_id=(meta or {}).get(CONVERSATION_META) or headers.get("x-conversation-id"),
-        user=headers.get("x-user") or caller.name,
+        conversation_id=_meta_text(meta, CONVERSATION_META) or headers.get("x-conversation-id"),
+        user=caller.user(headers.get("x-user")),
         tool_call_id=str(ctx.request_id) if ctx.request_id is not None else None,
         session=session,
         side="client" if session else "server",  # a named page runs scope-all tools

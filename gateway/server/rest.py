@@ -7,7 +7,6 @@ request never mixes two catalogs. Listings carry the catalog version as their ``
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.requests import Request
@@ -16,11 +15,12 @@ from starlette.routing import Route
 
 from ..catalog import Catalog
 from ..context import CallContext
-from ..errors import BadRequest, PayloadTooLarge
+from ..errors import BadRequest
 from ..formats import FORMATS, render_tools
 from ..invoke import invoke
 from ..runtime import Gateway
 from .auth import Caller, authenticate
+from .bodies import parse_json, read_body
 from .errors import dumps, json_response
 
 
@@ -88,8 +88,7 @@ class RestApi:
     async def get_tool(self, request: Request) -> Response:
         caller = self.caller(request)
         catalog = self.gateway.catalog
-        tool = catalog.get(request.path_params["tool_id"])
-        caller.check_tool(tool)
+        tool = caller.tool(catalog, request.path_params["tool_id"])
         headers = _cache_headers(catalog)
         if _not_modified(request, headers["ETag"]):
             return Response(status_code=304, headers=headers)
@@ -99,13 +98,12 @@ class RestApi:
         """Run one call: 200 with the result (``is_error`` for argument and tool failures), else 4xx."""
         caller = self.caller(request)
         catalog = self.gateway.catalog
-        tool = catalog.get(request.path_params["tool_id"])
-        caller.check_tool(tool)
+        tool = caller.tool(catalog, request.path_params["tool_id"])
         arguments = _parse_body(await read_body(request, self.settings.max_body_bytes))
         headers = request.headers
         context = CallContext(
             conversation_id=headers.get("x-conversation-id"),
-            user=headers.get("x-user") or caller.name,
+            user=caller.user(headers.get("x-user")),
             session=headers.get("x-gateway-session"),
             side="client" if headers.get("x-gateway-session") else "server",  # a named page runs scope-all tools
         )
@@ -113,31 +111,9 @@ class RestApi:
         return Response(dumps(result.as_dict()), media_type="application/json")
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with 413 as soon as it is known to exceed ``limit`` — never read past it."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"Request body of {declared} bytes is over the limit of {limit} bytes.")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge(f"Request body is over the limit of {limit} bytes.")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 def _parse_body(body: bytes) -> Any:
     """The arguments a body holds: a JSON value (an object, or a string holding one); empty means none."""
-    if not body.strip():
-        return None
-    try:
-        return json.loads(body)
-    except UnicodeDecodeError:
-        raise BadRequest("Request body is not UTF-8 text.") from None
-    except ValueError as exc:
-        raise BadRequest(f"Request body is not valid JSON: {exc}.") from None
+    return parse_json(body) if body.strip() else None
 
 
 def _listed(values: list[str]) -> list[str]:

@@ -184,3 +184,18 @@ def test_stateless_call_needs_no_prior_listing(start_server, examples_dir):
     result = response.json()["result"]
     assert result["content"] == [{"type": "text", "text": "42.0"}] and result["isError"] is False
     assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "tool-gateway"
+
+
+@pytest.mark.parametrize("session", [["tab-1"], {"id": "tab-1"}, 7])
+def test_a_browser_session_that_is_not_a_string_is_invalid_params(served, session):
+    """_meta["gateway/session"] must be a string: anything else is a JSON-RPC invalid-params error naming it,
+    not an internal error."""
+    envelope = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}, "gateway/session": session}
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28"}
+    for method, params in (("tools/call", {"name": "task_form_read", "arguments": {}}), ("tools/list", {})):
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": envelope}}
+        name = {"Mcp-Name": "task_form_read"} if method == "tools/call" else {}
+        answer = httpx.post(f"{served.url}/mcp", json=body, headers=headers | {"Mcp-Method": method} | name).json()
+        assert answer["error"]["code"] == INVALID_PARAMS, method
+        assert "gateway/session" in answer["error"]["message"]

@@ -207,9 +207,9 @@ def test_call_unknown_tool_is_404(client):
     assert response.status_code == 404 and response.json()["did_you_mean"] == ["square_root"]
 
 
-@pytest.mark.parametrize("body", [b"{", b'{"a": 1,}', b"\xff\xfe{}"])
+@pytest.mark.parametrize("body", [b"{", b'{"a": 1,}', b"\xff\xfe{}", b"[" * 200_000])
 def test_malformed_body_is_400(client, body):
-    """A body that is not JSON (or not UTF-8) is a 400 with the parser's reason."""
+    """A body that is not JSON (or not UTF-8, or nested deeper than the parser goes) is a 400 with the reason."""
     response = client.post("/tools/sum/call", content=body)
     assert response.status_code == 400
     assert response.json()["status"] == 400 and "Request body is not" in response.json()["error"]
