@@ -70,6 +70,11 @@ class _DataEnvironment(ImmutableSandboxedEnvironment):
         return super().getattr(obj, attribute)
 
 
+def is_template(text: str) -> bool:
+    """Whether ``text`` holds Jinja markup (an expression, a statement or a comment)."""
+    return any(marker in text for marker in _MARKERS)
+
+
 def environment(finalize: Callable[[Any], Any] | None = None) -> ImmutableSandboxedEnvironment:
     """A sandboxed environment in which an undefined name is an error, never an empty string.
 
@@ -180,7 +185,7 @@ def _compile(value: Any, path: Path, names: Collection[str], env: ImmutableSandb
         return [_compile(item, (*path, i), names, env, typed, problems) for i, item in enumerate(value)]
     if not isinstance(value, str):
         return value
-    if not any(marker in value for marker in _MARKERS):
+    if not is_template(value):
         return Template(path, value, References())
     try:
         tree = env.parse(value)

@@ -17,7 +17,10 @@ a new class fails that test instead of surfacing as "internal error".
 
 from __future__ import annotations
 
+import email.utils
+import random
 import socket
+import time
 from http.cookiejar import CookieJar, CookiePolicy
 from typing import Any
 
@@ -60,6 +63,9 @@ MESSAGES: dict[type[Exception], str] = {
 }
 # Worth another attempt: the request may not have reached the service, or the service may recover.
 TRANSIENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+# Answers worth another attempt: a timeout, rate limiting, a transient conflict (OpenAI's 409 is a lock
+# timeout), or a failure of the service (Anthropic's 529 is "overloaded"). Other 4xx answers are final.
+RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 
 
 class _NoCookies(CookiePolicy):
@@ -111,6 +117,34 @@ def _root_cause(exc: BaseException) -> BaseException | None:
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
+
+
+def retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` (OpenAI) or ``Retry-After`` (seconds or an HTTP date)."""
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return max(float(value) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(moment.timestamp() - time.time(), 0.0)
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait before retry number ``attempt`` (1, 2, ...) when the service did not say: 0.5 s, 1 s,
+    2 s, ... up to 8 s, each ±25 % so that many callers retrying at once spread out."""
+    return min(0.5 * 2 ** (attempt - 1), 8.0) * (0.75 + random.random() / 2)
 
 
 class TooLarge(Exception):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,14 +39,23 @@ from ..templates import (
     compile_template,
     compile_value,
     environment,
+    is_template,
 )
-from ..upstream import TRANSIENT, UPSTREAM_EXCEPTIONS, TooLarge, describe, new_client, read_capped
+from ..upstream import (
+    RETRY_STATUSES,
+    TRANSIENT,
+    UPSTREAM_EXCEPTIONS,
+    TooLarge,
+    backoff,
+    describe,
+    new_client,
+    read_capped,
+    retry_after,
+)
 from . import BindingProblems, Bound, BuildEnv
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
-RETRY_STATUSES = frozenset({429, 502, 503, 504})
 MAX_REDIRECTS = 5
-MAX_BACKOFF_S = 5.0
 DEFAULT_MAX_BYTES = 1_048_576
 ERROR_EXCERPT_BYTES = 4096
 ERROR_EXCERPT_CHARS = 300
@@ -57,7 +65,6 @@ RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "co
 _URL = re.compile(r"^(?P<scheme>https?)://(?P<authority>[^/?#]*)(?P<path>[^?#]*)(?P<query>\?[^#]*)?(?P<fragment>#.*)?$",
                   re.IGNORECASE | re.DOTALL)
 _UNSENDABLE_IN_HEADER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
-_MARKERS = ("{{", "{%", "{#")
 
 
 def _segment(value: Any) -> str:
@@ -101,7 +108,8 @@ class HttpBinding:
     secret_headers: frozenset[str]  # lower-cased names of headers whose value holds a secret
     body_kind: str | None  # "json", "form", "text"
     body: Compiled | None
-    timeout_s: float
+    attempt_timeout_s: float  # the most one attempt may take (less when the tool's deadline is nearer)
+    deadline_s: float  # the tool's timeout, which invoke puts on the whole call: every attempt fits in it
     retries: int
     accept_status: frozenset[int] | None
     follow_redirects: bool
@@ -115,6 +123,7 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
     client_factory = env.http_client
 
     async def execute(arguments: dict[str, Any], context: CallContext) -> Any:
+        deadline = asyncio.get_running_loop().time() + binding.deadline_s
         try:
             values = secret_store.resolve(binding.secrets)
         except secret_store.SecretsMissing as exc:
@@ -122,10 +131,10 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
         scope = {"args": arguments, "secrets": values, "context": _context(context)}
         try:
             if client_factory is not None:
-                result = await call(binding, client_factory(), scope)
+                result = await call(binding, client_factory(), scope, deadline)
             else:  # no running gateway (the CLI): a client for this call alone
                 async with new_client() as client:
-                    result = await call(binding, client, scope)
+                    result = await call(binding, client, scope, deadline)
         except ToolError as exc:
             raise ToolError(secret_store.redact(str(exc), values)) from None
         return secret_store.redact_value(result, values)
@@ -183,6 +192,9 @@ def _parse(definition: ToolDefinition, env: BuildEnv) -> HttpBinding:
     if retries and method not in IDEMPOTENT_METHODS and not spec.get("retry_unsafe", False):
         problems.add(("retries",), f"retries resend the request, which is not safe for {method}: set "
                                    "'retry_unsafe: true' if the upstream handles a repeated request safely")
+    deadline_s = definition.timeout_s or env.settings.default_timeout_s
+    attempt_timeout_s = spec.get("timeout_s") or deadline_s / (1 + retries)
+    _check_timeouts(definition, env, spec, retries, deadline_s)
     if problems.errors:
         raise BindingProblems(problems.errors)
     return HttpBinding(
@@ -197,7 +209,8 @@ def _parse(definition: ToolDefinition, env: BuildEnv) -> HttpBinding:
         secret_headers=frozenset(name.lower() for name, compiled in headers if compiled.references.secrets),
         body_kind=body_kind,
         body=body,
-        timeout_s=spec.get("timeout_s") or definition.timeout_s or env.settings.default_timeout_s,
+        attempt_timeout_s=attempt_timeout_s,
+        deadline_s=deadline_s,
         retries=retries,
         accept_status=frozenset(spec["accept_status"]) if "accept_status" in spec else None,
         follow_redirects=spec.get("follow_redirects", True),
@@ -207,18 +220,32 @@ def _parse(definition: ToolDefinition, env: BuildEnv) -> HttpBinding:
     )
 
 
+def _check_timeouts(definition: ToolDefinition, env: BuildEnv, spec: Mapping[str, Any], retries: int,
+                    deadline_s: float) -> None:
+    """Every attempt must fit in the tool's timeout (which bounds the whole call), or the later ones never run."""
+    timeout_s = spec.get("timeout_s")
+    attempts = 1 + retries
+    if timeout_s is None or timeout_s * attempts <= deadline_s:
+        return
+    total = f"timeout_s {timeout_s:g} s × {attempts} attempt{'s' if attempts > 1 else ''} = {timeout_s * attempts:g} s"
+    env.warnings.append(definition.problem(
+        ["binding", "http", "timeout_s"],
+        f"{total}, more than the tool's timeout_s of {deadline_s:g} s: the last attempts are cut short or never "
+        "made; raise the tool's timeout_s or lower this one", severity="warning"))
+
+
 def _parse_url(url: str, problems: _Problems) -> tuple[httpx.URL, str, str]:
     match = _URL.match(url)
     if match is None:
         problems.add(("url",), f"invalid url {url!r}: expected http(s)://host[:port]/path")
         return httpx.URL("http://invalid/"), "/", ""
-    if any(marker in match["authority"] for marker in _MARKERS):
+    if is_template(match["authority"]):
         problems.add(("url",), "the url's scheme, host and port are fixed: templates may appear in its path "
                                "only")
     elif "@" in match["authority"]:
         problems.add(("url",), "credentials in the url would be shown wherever the url is: send them in "
                                "'headers' with {{ secrets.NAME }}")
-    if match["query"] and any(marker in match["query"] for marker in _MARKERS):
+    if match["query"] and is_template(match["query"]):
         problems.add(("url",), "templates in the url's query string: put templated parameters under 'query', "
                                "which encodes them")
     if match["fragment"]:
@@ -254,7 +281,7 @@ def _check_keys(value: Any, where: tuple[str | int, ...], problems: _Problems) -
     """Keys (parameter, header and JSON member names) are sent as written: a template there is a mistake."""
     if isinstance(value, dict):
         for key, item in value.items():
-            if any(marker in str(key) for marker in _MARKERS):
+            if is_template(str(key)):
                 problems.add((*where, key), f"'{key}' is a key, and keys are not templates: only values are",
                              key=True)
             _check_keys(item, (*where, key), problems)
@@ -320,10 +347,11 @@ def _secrets(definition: ToolDefinition, parts: list, env: BuildEnv) -> set[str]
 # ---------------------------------------------------------------- execute: render, send, shape
 
 
-async def call(binding: HttpBinding, client: httpx.AsyncClient, scope: Mapping[str, Any]) -> Any:
-    """One call of an HTTP-bound tool with rendered ``scope``; every failure raises ``ToolError``."""
+async def call(binding: HttpBinding, client: httpx.AsyncClient, scope: Mapping[str, Any], deadline: float) -> Any:
+    """One call of an HTTP-bound tool with rendered ``scope``, its attempts ending by ``deadline`` (event loop
+    time); every failure raises ``ToolError``."""
     request = _request(binding, client, scope)
-    response, body = await _send(binding, client, request)
+    response, body = await _send(binding, client, request, deadline)
     return _shape(binding, request, response, body, scope)
 
 
@@ -377,8 +405,7 @@ def _request(binding: HttpBinding, client: httpx.AsyncClient, scope: Mapping[str
         options["content"] = "" if rendered is OMIT else text(rendered)
         if not any(name.lower() == "content-type" for name, _ in headers):
             headers.append(("Content-Type", b"text/plain; charset=utf-8"))
-    timeout = httpx.Timeout(binding.timeout_s)
-    return client.build_request(binding.method, url, headers=headers, timeout=timeout, **options)
+    return client.build_request(binding.method, url, headers=headers, **options)
 
 
 def _pairs(values: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -398,30 +425,38 @@ def _grouped(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
     return form
 
 
-async def _send(binding: HttpBinding, client: httpx.AsyncClient, request: httpx.Request
+async def _send(binding: HttpBinding, client: httpx.AsyncClient, request: httpx.Request, deadline: float
                 ) -> tuple[httpx.Response, bytes]:
-    """Send with retries (idempotent or declared safe) and backoff; the response is read and closed."""
+    """Send with retries (idempotent or declared safe) and backoff, each attempt bounded by the attempt timeout
+    and by the time left before ``deadline``; the response is read and closed."""
+    clock = asyncio.get_running_loop()
     attempts = 1 + binding.retries
-    for attempt in range(attempts):
-        last = attempt == attempts - 1
+    for attempt in range(1, attempts + 1):
+        timeout = max(min(binding.attempt_timeout_s, deadline - clock.time()), 0.001)
+        # Redirects httpx builds from this request carry its extensions, so they keep the timeout too.
+        request.extensions = {**request.extensions, "timeout": httpx.Timeout(timeout).as_dict()}
         try:
             response, body = await _exchange(binding, client, request)
         except UPSTREAM_EXCEPTIONS as exc:
-            if last or not isinstance(exc, TRANSIENT):
-                message = describe(exc, request.url, binding.timeout_s)
+            wait = backoff(attempt)
+            if attempt == attempts or not isinstance(exc, TRANSIENT) or not _fits(wait, deadline, clock):
+                message = describe(exc, request.url, timeout)
                 raise _fail(binding, f"{_target(request)}: {message}") from None
-            await asyncio.sleep(_backoff(attempt, None))
+            await asyncio.sleep(wait)
             continue
-        if last or response.status_code not in RETRY_STATUSES or _accepted(binding, response.status_code):
+        if response.status_code not in RETRY_STATUSES or _accepted(binding, response.status_code):
             return response, body
-        await asyncio.sleep(_backoff(attempt, response.headers.get("retry-after")))
+        asked = retry_after(response.headers)
+        wait = asked if asked is not None else backoff(attempt)
+        if attempt == attempts or not _fits(wait, deadline, clock):
+            return response, body  # the failure it answered is the result
+        await asyncio.sleep(wait)
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 
-def _backoff(attempt: int, retry_after: str | None) -> float:
-    if retry_after and retry_after.strip().isdigit():
-        return min(float(retry_after), MAX_BACKOFF_S)
-    return min(0.2 * 2 ** attempt, MAX_BACKOFF_S) * random.uniform(0.5, 1.0)
+def _fits(wait: float, deadline: float, clock: asyncio.AbstractEventLoop) -> bool:
+    """Whether another attempt can still start after ``wait`` and have some time before the deadline."""
+    return clock.time() + wait < deadline
 
 
 async def _exchange(binding: HttpBinding, client: httpx.AsyncClient, request: httpx.Request

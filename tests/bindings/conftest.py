@@ -120,6 +120,16 @@ def flaky_route(counter: Counter) -> Callable:
     return flaky
 
 
+def slow_once_route(counter: Counter) -> Callable:
+    async def slow_once(request: Request) -> JSONResponse:
+        key = request.path_params["key"]
+        counter[key] += 1
+        if counter[key] == 1:  # only the first request of each key is slow
+            await asyncio.sleep(float(request.query_params.get("s", "3")))
+        return JSONResponse({"attempts": counter[key]})
+    return slow_once
+
+
 @dataclass
 class Upstream:
     """A running upstream: its base url (http://127.0.0.1:PORT) and what it counted."""
@@ -165,6 +175,7 @@ def upstream(serve_app) -> Upstream:
         Route("/empty", empty, methods=["GET", "POST", "HEAD"]),
         Route("/cookie", cookie),
         Route("/flaky/{key}", flaky_route(attempts), methods=["GET", "POST"]),
+        Route("/slow-once/{key}", slow_once_route(attempts)),
         Mount("/demo", routes=demo_api.routes()),
     ])
     port = serve_app(app)
@@ -208,16 +219,6 @@ def closed_port() -> int:
     port = sock.getsockname()[1]
     sock.close()
     return port
-
-
-def http_tool(http: dict[str, Any], properties: dict[str, Any] | None = None, required: tuple[str, ...] = (),
-              tool_id: str = "t", **extra: Any) -> dict[str, Any]:
-    """A tool definition (as a mapping) bound to ``http``, with an input schema of ``properties``."""
-    tool: dict[str, Any] = {"id": tool_id, "name": tool_id, "user_description": "u", "ai_description": "a",
-                            "binding": {"http": http}, **extra}
-    if properties is not None:
-        tool["input_schema"] = {"type": "object", "properties": properties, "required": list(required)}
-    return tool
 
 
 @pytest.fixture

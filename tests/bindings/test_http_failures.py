@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import http_tool
+from http_tools import http_tool
 
 from gateway.invoke import invoke
 

@@ -4,7 +4,7 @@ forms, text, headers with secrets, context values; arguments are data and never 
 from __future__ import annotations
 
 import pytest
-from conftest import http_tool
+from http_tools import http_tool
 
 from gateway.context import CallContext
 from gateway.invoke import invoke

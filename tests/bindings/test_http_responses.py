@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import http_tool
+from http_tools import http_tool
 
 from gateway.invoke import invoke
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from urllib.parse import unquote
 
 import pytest
-from conftest import http_tool
+from http_tools import http_tool
 
 from gateway.invoke import invoke
 

@@ -4,7 +4,7 @@ sandbox, static references, secrets and their redaction, and JSON selection."""
 from __future__ import annotations
 
 import pytest
-from conftest import http_tool
+from http_tools import http_tool
 
 from gateway import secrets
 from gateway.invoke import invoke

@@ -3,7 +3,7 @@
 The loop speaks one message vocabulary, OpenAI Chat Completions messages (``{"role": "tool", ...}``), because
 that is what our endpoint receives; each provider translates to and from its own wire format at its edge.
 
-Retries: a 429 or 5xx answer, a connection failure or a timeout is retried up to ``max_retries`` times, waiting
+Retries: a 408, 409, 429 or 5xx answer (``upstream.RETRY_STATUSES``), a connection failure or a timeout is retried up to ``max_retries`` times, waiting
 what ``Retry-After`` / ``retry-after-ms`` asks (up to ``MAX_RETRY_AFTER_S``) or else an exponential backoff.
 Other 4xx answers are final: retrying cannot fix them.
 """
@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import email.utils
 import json
 import logging
-import random
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -27,11 +24,10 @@ import httpx
 
 from ... import secrets
 from ...errors import GatewayError
-from ...upstream import describe
+from ...upstream import RETRY_STATUSES, backoff, describe, retry_after
 from ..config import ProviderConfig
 
 log = logging.getLogger("gateway.loop")
-RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 MAX_RETRY_AFTER_S = 60.0
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -248,30 +244,3 @@ def error_message(response: httpx.Response, limit: int = 500) -> str:
     if isinstance(error, str):
         return error
     return json.dumps(body)[:limit]
-
-
-def retry_after(headers: httpx.Headers) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` (OpenAI) or ``Retry-After`` (seconds or an HTTP date)."""
-    value = headers.get("retry-after-ms")
-    if value:
-        try:
-            return max(float(value) / 1000, 0.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        moment = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(moment.timestamp() - time.time(), 0.0)
-
-
-def backoff(attempt: int) -> float:
-    # Exponential with jitter, so that many gateways retrying at once spread out.
-    return min(0.5 * 2 ** (attempt - 1), 8.0) * (0.75 + random.random() / 2)
