@@ -57,7 +57,7 @@ def routes(gateway: Gateway) -> list[BaseRoute]:
 
 
 class ClientCors(CORSMiddleware):
-    """CORS answers for the origins ``OriginGuard`` lets through: ``allowed_origins`` and loopback pages.
+    """CORS answers for the origins ``OriginGuard`` lets through: ``allowed_origins``, and loopback pages with auth off.
 
     It sits inside the guard, which has already refused every other origin with 403; it still checks, so that
     no order of middleware can make it answer for an origin the settings do not allow.

@@ -1,8 +1,10 @@
 """Origin and Host validation for every route: what keeps a web page the user visits from driving the gateway.
 
-A browser names the page that sent a request in ``Origin``. Requests from the gateway's own origin, from
-loopback pages and from ``settings.allowed_origins`` (``scheme://host`` or ``scheme://host:port``, ``:*`` for any
-port) pass; any other origin gets 403. Requests without ``Origin`` (every non-browser client) pass.
+A browser names the page that sent a request in ``Origin``. Requests from the gateway's own origin and from
+``settings.allowed_origins`` (``scheme://host`` or ``scheme://host:port``, ``:*`` for any port) pass, and so do
+loopback pages while auth is off (the gateway then serves the local machine only); any other origin gets 403.
+With API keys on, a loopback page — any local program serving one — must be listed like every other origin.
+Requests without ``Origin`` (every non-browser client) pass.
 
 Without API keys the gateway listens on loopback only, and a DNS-rebinding page would reach it under its own
 host name, as "same origin": so with auth off the ``Host`` must be a loopback name too (else 421, as the MCP
@@ -27,7 +29,8 @@ class OriginGuard:
 
     def __init__(self, app: ASGIApp, settings: Settings):
         self.app = app
-        self.allowed = (*settings.allowed_origins, *LOOPBACK_ORIGINS)
+        self.allowed = settings.allowed_origins if settings.auth_enabled else (*settings.allowed_origins,
+                                                                                *LOOPBACK_ORIGINS)
         self.check_host = not settings.auth_enabled
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

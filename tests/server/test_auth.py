@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+import anyio
 import httpx
 import httpx2
 import pytest
@@ -11,7 +15,7 @@ from mcp.shared.exceptions import MCPError
 from server_support import ADMIN_KEY, READER_KEY
 
 from gateway.server.auth import Caller
-from gateway.settings import ApiKey
+from gateway.settings import ApiKey, hash_key
 
 MATH = {"sum", "square_root"}
 
@@ -45,15 +49,15 @@ def test_healthz_and_the_status_summary_need_no_key(auth_server):
 
 
 def test_a_key_lists_and_calls_only_its_toolsets(auth_server):
-    """A key limited to 'math' lists only math tools (in every format), may call them (as its own user name),
-    and gets 403 for any other tool."""
+    """A key limited to 'math' lists only math tools (in every format), may call them, and gets 404 for any other
+    tool, as if it did not exist."""
     with httpx.Client(base_url=auth_server.url, headers=bearer(READER_KEY)) as reader:
         assert {tool["id"] for tool in reader.get("/tools").json()["tools"]} == MATH
         assert {tool["name"] for tool in reader.get("/tools?format=anthropic").json()["tools"]} == MATH
         assert reader.post("/tools/sum/call", json={"a": 2, "b": 3}).json()["result"] == 5.0
         for method, path in (("GET", "/tools/get_time"), ("POST", "/tools/get_time/call")):
-            forbidden = reader.request(method, path)
-            assert forbidden.status_code == 403 and "get_time" in forbidden.json()["error"]
+            hidden = reader.request(method, path)
+            assert hidden.status_code == 404 and hidden.json()["did_you_mean"] == []
     with httpx.Client(base_url=auth_server.url, headers=bearer(ADMIN_KEY)) as admin:
         assert len(admin.get("/tools").json()["tools"]) == len(auth_server.gateway.catalog.tools)
 
@@ -82,15 +86,16 @@ def test_mcp_without_a_valid_key_is_401(auth_server):
 
 
 async def test_mcp_key_sees_and_calls_only_its_toolsets(auth_server):
-    """Over MCP (both revisions) a 'math' key lists only math tools and cannot call another one."""
+    """Over MCP (both revisions) a 'math' key lists only math tools, and another one is unknown to it."""
     async with httpx2.AsyncClient(headers=bearer(READER_KEY), timeout=30) as http:
         async with streamable_http_client(f"{auth_server.url}/mcp", http_client=http) as (read, write), \
                 ClientSession(read, write) as session:
             await session.initialize()
             assert {tool.name for tool in (await session.list_tools()).tools} == MATH
             assert (await session.call_tool("sum", {"a": 1, "b": 1})).content[0].text == "2.0"
-            with pytest.raises(MCPError, match="not available to this API key"):
+            with pytest.raises(MCPError) as hidden:
                 await session.call_tool("get_time", {})
+            assert hidden.value.message == "Unknown tool 'get_time'."
         async with Client(streamable_http_client(f"{auth_server.url}/mcp", http_client=http)) as client:
             assert client.protocol_version == "2026-07-28"
             assert {tool.name for tool in (await client.list_tools()).tools} == MATH
@@ -104,3 +109,65 @@ def test_caller_rights_without_keys_depend_on_loopback():
     assert not Caller(None, loopback=False, auth=False).is_admin
     assert not Caller(key, loopback=True, auth=True).is_admin
     assert not Caller(None, loopback=True, auth=True).is_admin
+
+
+def test_did_you_mean_suggests_only_tools_the_key_may_use(auth_server):
+    """A near-miss name is answered with close matches among the key's own tools only, on REST and MCP alike:
+    a tool outside its toolsets is neither suggested nor told apart from a missing one."""
+    with httpx.Client(base_url=auth_server.url, headers=bearer(READER_KEY)) as reader:
+        assert reader.post("/tools/summ/call", json={}).json()["did_you_mean"] == ["sum"]
+        near_hidden = reader.get("/tools/get_tim")
+        assert near_hidden.status_code == 404 and near_hidden.json()["did_you_mean"] == []
+        assert reader.get("/tools/get_time").json() == reader.get("/tools/no_such_tool").json() | {
+            "error": "Unknown tool 'get_time'.", "tool": "get_time"}
+    with httpx.Client(base_url=auth_server.url, headers=bearer(ADMIN_KEY)) as admin:
+        assert "get_time" in admin.get("/tools/get_tim").json()["did_you_mean"]
+
+
+WHOAMI_TOOLS = {
+    "python/who.py": """
+        def whoami(user: str | None = None) -> dict:
+            return {"user": user}
+        """,
+    "who.yaml": """
+        tools:
+          - id: whoami
+            name: Who am I
+            user_description: Says who calls.
+            ai_description: Returns the user of the call.
+            binding: {python: "who:whoami"}
+        """,
+}
+FRONTEND_KEY = "frontend-key-for-tests"
+ASSERTING_KEYS = (ApiKey("reader", hash_key(READER_KEY)),
+                  ApiKey("frontend", hash_key(FRONTEND_KEY), may_assert_user=True))
+
+
+def test_only_keys_allowed_to_assert_a_user_may_name_one(start_server, write_definitions):
+    """With auth on, the user a tool sees is the key's name: X-User is ignored for an ordinary key (REST and
+    MCP), and honoured for a key with may_assert_user."""
+    served = start_server(write_definitions(WHOAMI_TOOLS), api_keys=ASSERTING_KEYS)
+    spoof = {"X-User": "ceo"}
+    rest = httpx.post(f"{served.url}/tools/whoami/call", headers=bearer(READER_KEY) | spoof).json()
+    assert rest["result"] == {"user": "reader"}
+    trusted = httpx.post(f"{served.url}/tools/whoami/call", headers=bearer(FRONTEND_KEY) | spoof).json()
+    assert trusted["result"] == {"user": "ceo"}
+    unnamed = httpx.post(f"{served.url}/tools/whoami/call", headers=bearer(FRONTEND_KEY)).json()
+    assert unnamed["result"] == {"user": "frontend"}
+
+    async def mcp_user(key: str) -> Any:
+        async with httpx2.AsyncClient(headers=bearer(key) | spoof, timeout=30) as http, \
+                Client(streamable_http_client(f"{served.url}/mcp", http_client=http)) as client:
+            return json.loads((await client.call_tool("whoami", {})).content[0].text)
+
+    assert anyio.run(mcp_user, READER_KEY) == {"user": "reader"}
+    assert anyio.run(mcp_user, FRONTEND_KEY) == {"user": "ceo"}
+
+
+def test_with_auth_on_loopback_origins_need_listing_too(auth_server):
+    """Behind API keys a page on a loopback origin is a foreign page like any other (403) unless allowed_origins
+    names it; requests without Origin still pass."""
+    for origin in ("http://localhost:5173", "http://127.0.0.1:3000"):
+        refused = httpx.get(f"{auth_server.url}/tools", headers=bearer(ADMIN_KEY) | {"Origin": origin})
+        assert refused.status_code == 403, origin
+    assert httpx.get(f"{auth_server.url}/tools", headers=bearer(ADMIN_KEY)).status_code == 200
