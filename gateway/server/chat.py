@@ -36,7 +36,7 @@ from ..loop.loop import Event
 from ..runtime import Gateway
 from .auth import authenticate
 from .bodies import parse_json, read_body
-from .errors import dumps
+from .errors import dumps, internal_error
 
 log = logging.getLogger("gateway.server")
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -63,8 +63,8 @@ class ChatEndpoint:
             caller = authenticate(self.gateway.settings, request.headers, request.client.host if request.client else None)
             chat = parse_chat_request(parse_json(await read_body(request, self.gateway.settings.max_body_bytes)),
                                       request.headers.get("x-conversation-id"))
-            if chat.user is None:  # as on REST: the X-User header, else the API key's name
-                chat = dataclasses.replace(chat, user=request.headers.get("x-user") or caller.name)
+            # The body's user, else X-User, when the caller may assert one (see Caller.user); else the key's name.
+            chat = dataclasses.replace(chat, user=caller.user(chat.user or request.headers.get("x-user")))
             turn = self.loop.turn(self.gateway.catalog, chat, caller, caller.name)
             completion = Completion(turn.model, chat.include_usage)
             events = turn.run()
@@ -75,9 +75,10 @@ class ChatEndpoint:
             first = await anext(events)
         except GatewayError as exc:
             return error_response(exc)
-        except Exception:  # noqa: BLE001 -- any bug becomes a logged 500 with a reference, never a traceback
-            return unexpected(request)
-        return StreamingResponse(completion.stream(first, events), media_type="text/event-stream",
+        except Exception as exc:  # noqa: BLE001 -- any bug becomes a logged 500 with a reference, never a traceback
+            return Response(dumps({"error": _server_error(internal_error(request, exc))}), 500,
+                            media_type="application/json")
+        return StreamingResponse(completion.stream(request, first, events), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     async def models(self, request: Request) -> Response:
@@ -113,7 +114,8 @@ class Completion:
         body["tool_executions"] = [e.as_dict() for e in finished.trace]
         return body
 
-    async def stream(self, first: Event, events: AsyncGenerator[Event, None]) -> AsyncIterator[bytes]:
+    async def stream(self, request: Request, first: Event, events: AsyncGenerator[Event, None]
+                     ) -> AsyncIterator[bytes]:
         yield self.chunk({"role": "assistant", "content": ""})
         try:
             # aclosing: a client that goes away stops the turn at once, with its upstream request and tool calls.
@@ -126,11 +128,8 @@ class Completion:
         except GatewayError as exc:
             yield _event({"error": _error_body(exc)})
             return
-        except Exception:
-            reference = uuid.uuid4().hex[:8]
-            log.exception("chat stream failed [ref %s]", reference)
-            yield _event({"error": {"message": f"Internal server error; ref {reference}.", "type": "server_error",
-                                    "code": None}})
+        except Exception as exc:  # noqa: BLE001 -- logged with its traceback by internal_error
+            yield _event({"error": _server_error(internal_error(request, exc))})
             return
         yield b"data: [DONE]\n\n"
 
@@ -166,11 +165,8 @@ def error_response(exc: GatewayError) -> Response:
                     headers={"WWW-Authenticate": "Bearer"} if exc.status == 401 else None)
 
 
-def unexpected(request: Request) -> Response:
-    reference = uuid.uuid4().hex[:8]
-    log.exception("unhandled error on %s %s [ref %s]", request.method, request.url.path, reference)
-    body = {"error": {"message": f"Internal server error; ref {reference}.", "type": "server_error", "code": None}}
-    return Response(dumps(body), 500, media_type="application/json")
+def _server_error(message: str) -> dict[str, Any]:
+    return {"message": message, "type": "server_error", "code": None}
 
 
 def _error_body(exc: GatewayError) -> dict[str, Any]:

@@ -53,10 +53,16 @@ async def _on_http_error(request: Request, exc: Exception) -> Response:
     return error_response(exc.status_code, exc.detail, dict(exc.headers or {}))
 
 
-async def _on_unexpected(request: Request, exc: Exception) -> Response:
+def internal_error(request: Request, exc: BaseException) -> str:
+    """Log a bug met while answering ``request`` with its traceback under a fresh reference; the message for the
+    client, which names only that reference (every surface wraps it in its own error shape)."""
     reference = uuid.uuid4().hex[:8]
     log.error("unhandled error on %s %s [ref %s]", request.method, request.url.path, reference, exc_info=exc)
-    return error_response(500, f"Internal server error; ref {reference}.")
+    return f"Internal server error; ref {reference}."
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> Response:
+    return error_response(500, internal_error(request, exc))
 
 
 # Starlette routes GatewayError and HTTPException through ExceptionMiddleware and Exception (the catch-all)

@@ -397,6 +397,48 @@ def test_retries_honour_retry_after(endpoint, llm, defs):
     assert 0.75 <= ep.sleeps[1] <= 1.25  # no Retry-After on the 503: the second backoff step, 1 s ± 25 %
 
 
+def test_with_auth_on_only_a_trusted_key_names_the_user(endpoint, llm, defs):
+    """Behind API keys the body's ``user`` and X-User are ignored for an ordinary key (tools see the key's name)
+    and honoured for a key with may_assert_user."""
+    ep = endpoint(defs, api_keys=(ApiKey("app", hash_key("k-app")),
+                                  ApiKey("web", hash_key("k-web"), may_assert_user=True)))
+    seen = []
+    for key, body_user, header_user in (("k-app", "ceo", None), ("k-app", None, "ceo"), ("k-web", "ceo", None),
+                                        ("k-web", None, "ola"), ("k-web", None, None)):
+        llm.answer(Reply(tool_calls=[("call_who", "whoami", {})]), Reply(content="ok"))
+        headers = {"Authorization": f"Bearer {key}"} | ({"X-User": header_user} if header_user else {})
+        body = ep.post({"messages": [user("who")], **({"user": body_user} if body_user else {})},
+                       headers=headers).json()
+        seen.append(body["tool_executions"][0]["result"]["user"])
+    assert seen == ["app", "app", "ceo", "ola", "web"]
+
+
+def test_a_bug_is_an_openai_shaped_500_naming_a_log_reference_only(endpoint, llm, defs, monkeypatch, caplog):
+    """An unexpected failure answers 500 in OpenAI's error shape with a reference that the logged traceback
+    carries too, and nothing of the exception."""
+    ep = endpoint(defs)
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr(ep.loop, "turn", broken)
+    response = ep.post({"messages": [user("x")]})
+    assert response.status_code == 500 and "secret" not in response.text
+    error = response.json()["error"]
+    assert error["type"] == "server_error" and error["message"].startswith("Internal server error; ref ")
+    reference = error["message"].removeprefix("Internal server error; ref ").rstrip(".")
+    assert any(reference in record.getMessage() and record.exc_info for record in caplog.records)
+
+
+def test_a_body_nested_too_deeply_is_a_400(endpoint, llm, defs):
+    """JSON nested deeper than the parser goes is a 400 in OpenAI's error shape, not a 500."""
+    response = httpx.post(endpoint(defs).url + "/v1/chat/completions", content=b"[" * 200_000, timeout=30)
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "invalid_request_error" and "nested" in response.json()["error"][
+        "message"]
+    assert llm.requests == []
+
+
 @pytest.mark.parametrize("body, message", [
     ({"messages": []}, "'messages' must be a non-empty array"),
     ({"messages": [{"role": "robot", "content": "x"}]}, "messages[0].role"),
