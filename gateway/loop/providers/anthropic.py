@@ -15,7 +15,7 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from .base import HttpProvider, ModelReply, ModelRequest, ProviderError, ToolCall, text_of
+from .base import HttpProvider, ModelReply, ModelRequest, ProviderError, ToolCall, text_of, tool_call
 
 API_VERSION = "2023-06-01"
 FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "tool_use": "tool_calls",
@@ -71,45 +71,78 @@ class AnthropicProvider(HttpProvider):
         data = await self.post_json("/v1/messages", self.body(request, stream=False))
         if not isinstance(data, dict) or not isinstance(data.get("content"), list):
             raise ProviderError(f"LLM provider '{self.name}' answered without content blocks.")
-        text = "".join(b.get("text", "") for b in data["content"] if b.get("type") == "text")
-        calls = tuple(ToolCall(b["id"], b["name"], json.dumps(b.get("input") or {}, ensure_ascii=False))
-                      for b in data["content"] if b.get("type") == "tool_use")
-        return ModelReply(text, calls, _finish(data.get("stop_reason"), calls), data.get("model") or request.model,
-                          _usage(data.get("usage")))
+        with self.malformed():
+            text = "".join(b.get("text", "") for b in data["content"] if b.get("type") == "text")
+            calls = tuple(tool_call(b.get("id"), b.get("name"), _object(b.get("input")))
+                          for b in data["content"] if b.get("type") == "tool_use")
+            return ModelReply(text, calls, _finish(data.get("stop_reason"), calls),
+                              data.get("model") or request.model, _usage(data.get("usage")))
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelReply]:
         """Text as it arrives, then the whole reply."""
-        parts: list[str] = []
-        blocks: dict[int, dict[str, str]] = {}
-        stop, model, usage = None, request.model, {}
+        events = _Events(request.model)
         async for event, data in self.events("/v1/messages", self.body(request, stream=True)):
             kind = data.get("type", event) if isinstance(data, dict) else event
             if kind == "error":
-                raise self.stream_error(data)
-            if kind == "message_start":
-                message = data.get("message") or {}
-                model = message.get("model") or model
-                usage.update(message.get("usage") or {})
-            elif kind == "content_block_start":
-                block = data.get("content_block") or {}
-                if block.get("type") == "tool_use":
-                    blocks[data.get("index", len(blocks))] = {"id": block["id"], "name": block["name"], "json": ""}
-                elif block.get("text"):
-                    parts.append(block["text"])
-                    yield block["text"]
-            elif kind == "content_block_delta":
-                delta = data.get("delta") or {}
-                if delta.get("type") == "text_delta" and delta.get("text"):
-                    parts.append(delta["text"])
-                    yield delta["text"]
-                elif delta.get("type") == "input_json_delta" and data.get("index") in blocks:
-                    blocks[data["index"]]["json"] += delta.get("partial_json", "")
-            elif kind == "message_delta":
-                stop = (data.get("delta") or {}).get("stop_reason") or stop
-                usage.update(data.get("usage") or {})
+                raise self.stream_error(data if isinstance(data, dict) else {})
+            with self.malformed():
+                texts = events.add(kind, data)
+            for text in texts:
+                yield text
+        with self.malformed():
+            reply = events.reply()
+        yield reply
+
+
+class _Events:
+    """A streamed reply, gathered event by event."""
+
+    def __init__(self, model: str):
+        self.parts: list[str] = []
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.stop: str | None = None
+        self.model = model
+        self.usage: dict[str, Any] = {}
+
+    def add(self, kind: str, data: Any) -> list[str]:
+        """Take one event; returns its text."""
+        texts: list[str] = []
+        if kind == "message_start":
+            message = data.get("message") or {}
+            self.model = message.get("model") or self.model
+            self.usage.update(message.get("usage") or {})
+        elif kind == "content_block_start":
+            block = data.get("content_block") or {}
+            if block.get("type") == "tool_use":
+                self.blocks[data.get("index", len(self.blocks))] = {"id": block.get("id"), "name": block.get("name"),
+                                                                   "json": ""}
+            elif block.get("text"):
+                texts.append(str(block["text"]))
+        elif kind == "content_block_delta":
+            delta = data.get("delta") or {}
+            if delta.get("type") == "text_delta" and delta.get("text"):
+                texts.append(str(delta["text"]))
+            elif delta.get("type") == "input_json_delta" and data.get("index") in self.blocks:
+                self.blocks[data["index"]]["json"] += delta.get("partial_json", "")
+        elif kind == "message_delta":
+            self.stop = (data.get("delta") or {}).get("stop_reason") or self.stop
+            self.usage.update(data.get("usage") or {})
+        self.parts += texts
+        return texts
+
+    def reply(self) -> ModelReply:
         # An empty input streams no JSON at all: that is the object {}.
-        calls = tuple(ToolCall(b["id"], b["name"], b["json"] or "{}") for _, b in sorted(blocks.items()))
-        yield ModelReply("".join(parts), calls, _finish(stop, calls), model, _usage(usage))
+        calls = tuple(tool_call(b["id"], b["name"], b["json"] or "{}") for _, b in sorted(self.blocks.items()))
+        return ModelReply("".join(self.parts), calls, _finish(self.stop, calls), self.model, _usage(self.usage))
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """A tool_use block's input, which Anthropic always sends as an object (absent: no arguments)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError(f"a tool_use input that is a {type(value).__name__}, not an object")
+    return value
 
 
 def to_anthropic(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:

@@ -15,8 +15,8 @@ import asyncio
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,6 +79,16 @@ class ModelReply:
 
 def new_call_id() -> str:
     return "call_" + uuid.uuid4().hex[:24]
+
+
+def tool_call(call_id: Any, name: Any, arguments: Any) -> ToolCall:
+    """A call as a provider sent it, in the types the loop reads. Compatible servers differ: some send the
+    arguments as a JSON object instead of JSON text, some a null name (then answered as an unknown tool)."""
+    if arguments is None:
+        arguments = ""
+    elif not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    return ToolCall(str(call_id) if call_id else new_call_id(), str(name or ""), arguments)
 
 
 def text_of(content: Any) -> str:
@@ -196,6 +206,16 @@ class HttpProvider(abc.ABC):
                 except ValueError:
                     raise ProviderError(f"LLM provider '{self.name}' streamed an event that is not JSON.") from None
                 yield event, parsed
+
+    @contextmanager
+    def malformed(self) -> Iterator[None]:
+        """Reading a reply whose shape no client can read (a string where an object belongs, a missing key): the
+        provider's failure (502), not the gateway's. Wraps only the reading of parsed JSON, nothing else."""
+        try:
+            yield
+        except (AttributeError, KeyError, IndexError, TypeError, ValueError) as exc:
+            raise ProviderError(f"LLM provider '{self.name}' answered with a malformed reply "
+                                f"({type(exc).__name__}: {exc}).") from None
 
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[None]:
