@@ -476,9 +476,8 @@ async def _exchange(binding: HttpBinding, client: httpx.AsyncClient, request: ht
                     raise _fail(binding, f"{_target(request)}: the answer is larger than "
                                          f"{binding.response.max_bytes} bytes, the most this tool reads; ask "
                                          "for less (filters, paging) if the tool allows it") from None
-            if not _same_origin(current.url, following.url):
-                _check_redirect(binding, request, following)
-                for name in binding.secret_headers:
+            if not _same_origin(current.url, following.url) and not _home(binding, request, following):
+                for name in binding.secret_headers:  # the secrets are the tool's service's, not another host's
                     following.headers.pop(name, None)
         finally:
             await response.aclose()
@@ -491,14 +490,17 @@ def _same_origin(a: httpx.URL, b: httpx.URL) -> bool:
     return (a.scheme, a.host, a.port) == (b.scheme, b.host, b.port)
 
 
-def _check_redirect(binding: HttpBinding, request: httpx.Request, following: httpx.Request) -> None:
+def _home(binding: HttpBinding, request: httpx.Request, following: httpx.Request) -> bool:
+    """Whether a redirect stays with the tool's service (its origin, or that host upgraded from http to https
+    on the default port), else whether it goes to an allowed host; any other target raises ``ToolError``."""
     target = following.url
     home = _same_origin(target, binding.origin)
     upgrade = (target.host == binding.origin.host and request.url.scheme == "http"
                and target.scheme == "https" and target.port is None)
-    listed = target.scheme in ("http", "https") and target.host.lower() in binding.allow_redirect_hosts
-    if home or upgrade or listed:
-        return
+    if home or upgrade:
+        return True
+    if target.scheme in ("http", "https") and target.host.lower() in binding.allow_redirect_hosts:
+        return False
     raise _fail(binding, f"{_target(request)}: the service redirected to another host "
                          f"({target.scheme}://{target.netloc.decode('ascii', 'replace')}), which this tool "
                          "does not follow (the definition's allow_redirect_hosts does not list it)")
