@@ -20,7 +20,8 @@ value (PlusWorkflow handlers return ``JSON.stringify(result)``, so ``"\\"x answe
 schema, size cap).
 
 Session ids are random and unguessable: knowing one is what lets a caller use that page, so they are never
-listed or logged.
+listed or logged. Opening a session needs no API key, so their number is capped, in all and per client address
+(``MAX_SESSIONS``, ``MAX_SESSIONS_PER_CLIENT``); behind a reverse proxy every page shares the proxy's address.
 """
 
 from __future__ import annotations
@@ -38,11 +39,17 @@ from .errors import ToolError
 
 log = logging.getLogger("gateway.bridge")
 MAX_SESSIONS = 10_000  # live pages per gateway process; more are refused (the page may retry later)
+# Live pages per client address, so that one host cannot take every slot (the bridge needs no API key).
+MAX_SESSIONS_PER_CLIENT = 20
 MAX_MESSAGE_CHARS = 2_000  # of an error message from a page, as the LLM reads it
 
 
 class TooManySessions(Exception):
-    pass
+    """A session refused; ``reason`` is the short text the page reads in the WebSocket close frame."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass(eq=False)
@@ -50,6 +57,7 @@ class Session:
     """One connected page. ``outbox`` holds the frames to send; the WebSocket endpoint writes them out."""
 
     id: str
+    client: str | None = None  # the address the page connected from
     outbox: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
     # call id -> (tool id, the future its caller awaits)
     pending: dict[str, tuple[str, asyncio.Future[Any]]] = field(default_factory=dict)
@@ -61,25 +69,39 @@ class Session:
 class Bridge:
     """The live sessions of one gateway process, by id."""
 
-    def __init__(self, max_sessions: int = MAX_SESSIONS):
+    def __init__(self, max_sessions: int = MAX_SESSIONS, max_per_client: int = MAX_SESSIONS_PER_CLIENT):
         self._sessions: dict[str, Session] = {}
+        self._per_client: dict[str, int] = {}  # live sessions by client address
         self._max_sessions = max_sessions
+        self._max_per_client = max_per_client
 
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def connect(self) -> Session:
-        """A new session for a page that just connected; its first frame (``session``) is already queued."""
+    def connect(self, client: str | None = None) -> Session:
+        """A new session for a page that just connected from address ``client``; its first frame (``session``)
+        is already queued. ``TooManySessions`` past the gateway's or that address's limit."""
         if len(self._sessions) >= self._max_sessions:
-            raise TooManySessions(f"{len(self._sessions)} browser sessions are open, the most this gateway keeps")
-        session = Session(secrets.token_urlsafe(18))
+            raise TooManySessions(f"{len(self._sessions)} browser sessions are open, the most this gateway keeps",
+                                  "too many browser sessions on this gateway; try again later")
+        if client is not None and self._per_client.get(client, 0) >= self._max_per_client:
+            raise TooManySessions(f"{self._max_per_client} browser sessions are open from {client}, the most this "
+                                  "gateway keeps per client address",
+                                  f"too many browser sessions per client address ({self._max_per_client}); "
+                                  "close another page first")
+        session = Session(secrets.token_urlsafe(18), client)
         self._sessions[session.id] = session
+        if client is not None:
+            self._per_client[client] = self._per_client.get(client, 0) + 1
         session.post({"type": "session", "session": session.id})
         return session
 
     def disconnect(self, session: Session) -> None:
         """Forget a page that went away, failing each of its pending calls with an error result."""
-        self._sessions.pop(session.id, None)
+        if self._sessions.pop(session.id, None) is not None and session.client is not None:
+            left = self._per_client.pop(session.client) - 1
+            if left:
+                self._per_client[session.client] = left
         for tool_id, future in session.pending.values():
             if not future.done():
                 future.set_exception(ToolError(

@@ -109,10 +109,12 @@ class ClientApi:
     async def bridge_session(self, websocket: WebSocket) -> None:
         """One page's live session, from its connection to its end (which fails the calls still pending)."""
         try:
-            session = self.bridge.connect()
+            session = self.bridge.connect(websocket.client.host if websocket.client else None)
         except TooManySessions as exc:
             log.warning("refused a browser session: %s", exc)
-            await websocket.close(code=1013, reason="too many browser sessions; try again later")
+            # Accepted, then closed: a refused handshake would reach the page as a bare 1006 with no reason.
+            await websocket.accept()
+            await websocket.close(code=1013, reason=exc.reason)
             return
         await websocket.accept()
         writer = asyncio.create_task(_write(websocket, session))

@@ -6,10 +6,16 @@ import asyncio
 import json
 
 import pytest
+from support import serving
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from gateway.bridge import Bridge, TooManySessions, page_value
 from gateway.context import CallContext
 from gateway.errors import ToolError
+from gateway.runtime import Gateway
+from gateway.server import create_app
+from gateway.settings import Settings
 
 
 def frames(session) -> list[dict]:
@@ -104,3 +110,34 @@ def test_sessions_beyond_the_limit_are_refused():
 
     with pytest.raises(TooManySessions):
         bridge.connect()
+
+
+def test_one_client_address_cannot_take_every_session():
+    """Past max_per_client sessions from one address, connect() refuses that address only; a disconnect frees
+    its slot."""
+    bridge = Bridge(max_per_client=2)
+    first = bridge.connect("203.0.113.7")
+    bridge.connect("203.0.113.7")
+    with pytest.raises(TooManySessions, match="203.0.113.7"):
+        bridge.connect("203.0.113.7")
+    bridge.connect("198.51.100.1")
+    bridge.disconnect(first)
+    bridge.connect("203.0.113.7")
+    assert len(bridge) == 3
+
+
+async def test_the_bridge_endpoint_refuses_sessions_over_the_per_client_cap_saying_why(examples_dir):
+    """Over a real WebSocket, the session beyond a client's cap is closed with 1013 and a reason naming the cap;
+    closing one session lets the client open another."""
+    gateway = Gateway(Settings(definitions=examples_dir, reload=False))
+    gateway.bridge = Bridge(max_per_client=2)
+    with serving(create_app(gateway), lifespan="on") as server:
+        url = server.url.replace("http", "ws") + "/client/bridge"
+        async with connect(url) as one, connect(url):
+            assert '"type":"session"' in await one.recv()
+            async with connect(url) as refused:
+                with pytest.raises(ConnectionClosed):
+                    await refused.recv()
+            assert refused.close_code == 1013 and "per client address" in refused.close_reason
+        async with connect(url) as again:
+            assert '"type":"session"' in await again.recv()
