@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .schemas import json_type
+
 _PATH_STEP = re.compile(
     r"""\.(?P<name>[A-Za-z_][\w-]*)        # .name
       | \.\*|\[\*\]                        # .* or [*]
@@ -125,7 +127,7 @@ def _step(value: Any, step: Step, where: str) -> Any:
         if -len(value) <= index < len(value):
             return value[index]
         raise SelectionMissing(f"no item [{index}] at {where} (it has {len(value)} item(s))")
-    raise SelectionMissing(f"cannot take {step.show()} of {where}: it is {_kind(value)}")
+    raise SelectionMissing(f"cannot take {step.show()} of {where}: it is {json_type(value)}")
 
 
 def _all(value: Any, steps: tuple[Step, ...], where: str):
@@ -143,13 +145,3 @@ def _all(value: Any, steps: tuple[Step, ...], where: str):
     except SelectionMissing:
         return  # under a wildcard, items without the member are skipped, as JSONPath does
     yield from _all(item, rest, where + step.show())
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    return {str: "a string", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
