@@ -36,6 +36,7 @@ from typing import Any
 
 from .context import CallContext
 from .errors import ToolError
+from .invoke import json_value
 
 log = logging.getLogger("gateway.bridge")
 MAX_SESSIONS = 10_000  # live pages per gateway process; more are refused (the page may retry later)
@@ -126,7 +127,7 @@ class Bridge:
         if future.done():
             return
         if message["type"] == "result":
-            future.set_result(page_value(message.get("value")))
+            future.set_result(json_value(message.get("value")))  # the seed's handlers return JSON text
         else:
             text = str(message.get("message") or "the handler failed without a message")
             if len(text) > MAX_MESSAGE_CHARS:
@@ -152,13 +153,3 @@ class Bridge:
             return await future
         finally:  # on timeout (cancelled by invoke) the page's late answer finds no pending call and is dropped
             session.pending.pop(call_id, None)
-
-
-def page_value(value: Any) -> Any:
-    """A handler's value as JSON data: a string holding JSON is that JSON value, any other value is itself."""
-    if not isinstance(value, str):
-        return value
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value

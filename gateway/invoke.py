@@ -127,6 +127,16 @@ def _excerpt(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def json_value(value: Any) -> Any:
+    """A string holding JSON is that JSON value; anything else is itself (results from pages and LLM messages)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
 def choose_side(tool: Tool, context: CallContext) -> str:
     """Server unless the tool runs only in the browser, or may and the caller named a browser session."""
     if tool.scope is Scope.CLIENT or (tool.scope is Scope.ALL and context.session and context.side != "server"):

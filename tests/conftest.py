@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import shutil
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from fake_llm import Servers
 from support import EXAMPLES
 
 
@@ -33,3 +34,11 @@ def write_definitions(tmp_path: Path) -> Callable[..., Path]:
         return root
 
     return write
+
+
+@pytest.fixture(scope="session")
+def servers() -> Iterator[Servers]:
+    """Threaded uvicorn servers shared by a session's tests (the scripted LLM, gateways); stopped at the end."""
+    running = Servers()
+    yield running
+    running.stop(list(running.running))

@@ -37,7 +37,7 @@ from ..catalog import Catalog
 from ..context import CallContext
 from ..errors import ArgumentsInvalid, BadRequest, GatewayError, ToolError
 from ..formats import restore_arguments
-from ..invoke import ToolResult, error_result, invoke, normalise, parse_arguments, validate_arguments
+from ..invoke import ToolResult, error_result, invoke, json_value, normalise, parse_arguments, validate_arguments
 from .config import LoopConfig
 from .handoff import Handoffs, last_user_index
 from .offer import MayUse, Offer, Offered, choose_tools
@@ -248,18 +248,18 @@ class Turn:
         if offered is None:
             close = difflib.get_close_matches(call.name, self.offer.names, n=1)
             hint = f" Did you mean '{close[0]}'?" if close else ""
-            return _Answer(call, _parsed(call.arguments), refusal=(
+            return _Answer(call, json_value(call.arguments), refusal=(
                 f"Unknown tool '{call.name}'.{hint} Available tools: {', '.join(self.offer.names) or 'none'}."))
         self.calls[call.name] += 1
         limit = offered.tool.definition.max_calls
         if limit is not None and self.calls[call.name] > limit:
-            return _Answer(call, _parsed(call.arguments), refusal=(
+            return _Answer(call, json_value(call.arguments), refusal=(
                 f"Tool '{call.name}' may be called at most {limit} time(s) in one turn; it was not run. "
                 "Answer with the results you have."))
         try:
             arguments = json.loads(call.arguments) if call.arguments.strip() else {}
         except ValueError as exc:
-            return _Answer(call, _parsed(call.arguments), refusal=(
+            return _Answer(call, json_value(call.arguments), refusal=(
                 f"Invalid arguments for tool '{call.name}': not valid JSON ({exc}). "
                 "Send the arguments as one JSON object."))
         if self.provider.tool_format == "openai-strict":
@@ -321,7 +321,7 @@ class Turn:
 
     def client_result(self, call: Mapping[str, Any], message: Mapping[str, Any]) -> tuple[dict[str, Any], ToolExecution]:
         name, text = call["function"]["name"], text_of(message.get("content"))
-        arguments = _parsed(call["function"].get("arguments"))
+        arguments = json_value(call["function"].get("arguments"))
         tool = self.catalog.tools.get(name)
         if tool is None or "client" not in tool.executors:  # a caller's own function: its result is its business
             result = ToolResult(name, bool(message.get("is_error")), text, text, side="client")
@@ -329,7 +329,7 @@ class Turn:
             result = error_result(name, text, "client")
         else:
             try:
-                result = normalise(tool, _parsed(text), "client", self.catalog.settings.max_result_chars)
+                result = normalise(tool, json_value(text), "client", self.catalog.settings.max_result_chars)
             except ToolError as exc:
                 result = error_result(name, str(exc), "client")
         return tool_message(call["id"], result), ToolExecution.of(call["id"], arguments, result, self.rounds,
@@ -373,11 +373,3 @@ def _unique_ids(reply: ModelReply) -> ModelReply:
         calls.append(call)
     return dataclasses.replace(reply, tool_calls=tuple(calls))
 
-
-def _parsed(text: Any) -> Any:
-    if not isinstance(text, str):
-        return text
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text

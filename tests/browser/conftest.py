@@ -30,13 +30,6 @@ from gateway.settings import Settings
 
 
 @pytest.fixture(scope="session")
-def servers() -> Iterator[Servers]:
-    running = Servers()
-    yield running
-    running.stop(list(running.running))
-
-
-@pytest.fixture(scope="session")
 def definitions(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The shipped tool-definitions plus the misbehaving client tools of ``tests/browser/tools``."""
     root = tmp_path_factory.mktemp("browser") / "tool-definitions"

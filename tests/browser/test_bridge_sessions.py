@@ -10,9 +10,10 @@ from support import serving
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from gateway.bridge import Bridge, TooManySessions, page_value
+from gateway.bridge import Bridge, TooManySessions
 from gateway.context import CallContext
 from gateway.errors import ToolError
+from gateway.invoke import json_value
 from gateway.runtime import Gateway
 from gateway.server import create_app
 from gateway.settings import Settings
@@ -34,7 +35,7 @@ def frames(session) -> list[dict]:
 ])
 def test_page_value_reads_json_strings_as_json(value, expected):
     """A handler's string holding JSON is that JSON value; any other value is kept as it is."""
-    assert page_value(value) == expected
+    assert json_value(value) == expected
 
 
 async def test_call_frame_carries_the_json_arguments_and_context_and_the_answer_resolves_it():

@@ -25,13 +25,6 @@ from gateway.settings import Settings
 
 
 @pytest.fixture(scope="session")
-def servers() -> Iterator[Servers]:
-    running = Servers()
-    yield running
-    running.stop(list(running.running))
-
-
-@pytest.fixture(scope="session")
 def _llm_server(servers: Servers) -> FakeLLM:
     llm = FakeLLM()
     app = Starlette(routes=[Route("/v1/chat/completions", llm.handle, methods=["POST"]),
