@@ -6,14 +6,14 @@ into what the annotations ask for (Enum members, dataclasses, dates), so tool fu
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import datetime as dt
 import enum
 import inspect
 import types
-import collections.abc
 from collections.abc import Callable, Collection, Mapping
-from typing import Any, Annotated, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
+from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 _SCALARS: dict[Any, dict[str, Any]] = {
     str: {"type": "string"},
