@@ -10,7 +10,11 @@
     ├── BadRequest                  malformed request body (400)
     ├── PayloadTooLarge             request body over the limit (413)
     ├── Unauthorized                missing or wrong API key (401)
-    └── Forbidden                   the key may not use that tool or operation (403)
+    ├── Forbidden                   the key may not use that tool or operation (403)
+    ├── settings.SettingsInvalid    the settings file or environment is wrong (CLI exit 2)
+    ├── loop.ChatUnavailable        no LLM provider configured for the chat endpoint (503)
+    └── loop.providers.ProviderError   the LLM provider failed or answered nonsense (502)
+        └── ProviderTimeout            it did not answer in time (504)
 
 Protocol and auth failures (the lower branch) are the caller's business and become HTTP or JSON-RPC errors;
 ``ToolError`` is the model's business and becomes a tool result it can recover from.
