@@ -32,12 +32,12 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from gateway.bindings import BuildEnv  # noqa: E402  (the repository root must be importable first)
-from gateway.catalog import build_catalog  # noqa: E402
-from gateway.definitions import load_definitions  # noqa: E402
-from gateway.invoke import invoke  # noqa: E402
-from gateway.settings import Settings  # noqa: E402
-from gateway.upstream import new_client  # noqa: E402
+from gateway.bindings import BuildEnv
+from gateway.catalog import build_catalog
+from gateway.definitions import load_definitions
+from gateway.invoke import invoke
+from gateway.settings import Settings
+from gateway.upstream import new_client
 
 SHIPPED_ORIGIN = "http://127.0.0.1:8000"
 READING = {"station_id": "valencia", "temperature_c": 21.5, "conditions": ["sunny"], "note": None}

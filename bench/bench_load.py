@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from generate import generate  # noqa: E402
+from generate import generate
 
 PROBE = r'''
 import json, resource, sys, time

@@ -67,9 +67,9 @@ def serve(kind: str, port: int) -> None:
 
     if kind == "bare":
         from starlette.applications import Starlette
+        from starlette.concurrency import run_in_threadpool
         from starlette.requests import Request
         from starlette.responses import JSONResponse
-        from starlette.concurrency import run_in_threadpool
         from starlette.routing import Route
 
         async def call_sum(request: Request) -> JSONResponse:

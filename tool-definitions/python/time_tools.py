@@ -1,13 +1,13 @@
 """The Semantic Kernel example of functions built at runtime: get_time and diff_time."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 
 def get_time(timezone_name: Annotated[str, "IANA time zone, e.g. Europe/Warsaw; default UTC."] = "UTC") -> str:
     try:
-        zone = ZoneInfo(timezone_name) if timezone_name != "UTC" else timezone.utc
+        zone = ZoneInfo(timezone_name) if timezone_name != "UTC" else UTC
     except (ZoneInfoNotFoundError, ValueError):
         from gateway import ToolError
 
