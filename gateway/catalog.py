@@ -21,6 +21,7 @@ from .bindings import BindingProblems, BuildEnv, Executor, builder
 from .buildcache import BuildCache
 from .definitions import Definitions, Scope, ToolDefinition
 from .errors import DefinitionsInvalid, Problem, UnknownTool
+from .fastcheck import Check, compile_check
 from .schemas import compile_validator
 from .settings import Settings
 
@@ -35,6 +36,8 @@ class Tool:
     output_validator: Draft202012Validator | None
     # "server" and/or "client" executors, by where the tool may run.
     executors: Mapping[str, Executor]
+    # Says True, fast, for arguments that plainly match a simple input schema (gateway.fastcheck).
+    fast_check: Check | None = None
     script: Path | None = None
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 
@@ -173,6 +176,7 @@ def _build_tool(definition: ToolDefinition, env: BuildEnv) -> Tool:
         definition=definition,
         input_schema=input_schema,
         validator=compile_validator(dict(input_schema)),
+        fast_check=compile_check(input_schema),
         output_validator=compile_validator(dict(output)) if output is not None else None,
         executors=executors,
         script=script,

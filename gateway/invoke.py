@@ -92,6 +92,8 @@ def _single_parameter(tool: Tool) -> str | None:
 
 
 def validate_arguments(tool: Tool, arguments: dict[str, Any]) -> None:
+    if tool.fast_check is not None and tool.fast_check(arguments):
+        return
     errors = sorted(tool.validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
     if errors:
         lines = [describe_error(e) for e in _leaves(errors)][:10]
