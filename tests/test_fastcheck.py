@@ -6,9 +6,9 @@ import random
 
 import pytest
 from jsonschema import Draft202012Validator
+from support import EXAMPLES, catalog_for
 
 from gateway.fastcheck import compile_check
-from support import EXAMPLES, catalog_for
 
 SCHEMAS = [
     {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"],
@@ -21,8 +21,8 @@ SCHEMAS = [
                                       "inner": {"type": "object", "properties": {"x": {"type": "boolean"}},
                                                 "additionalProperties": False}}},
 ]
-VALUES = [None, True, False, 0, 1, -1, 1.0, 2.5, 10, 11, "", "a", "abcd", "#0f", "#0F", "#zz", [], ["a"], ["a", "b", "c"],
-          ["abcd"], [1], {}, {"x": True}, {"x": 1}, {"y": 1}, "fast", "slow"]
+VALUES = [None, True, False, 0, 1, -1, 1.0, 2.5, 10, 11, "", "a", "abcd", "#0f", "#0F", "#zz", [], ["a"],
+          ["a", "b", "c"], ["abcd"], [1], {}, {"x": True}, {"x": 1}, {"y": 1}, "fast", "slow"]
 
 
 def _instances(schema: dict, rng: random.Random, count: int) -> list[dict]:
