@@ -64,6 +64,8 @@ class Settings:
     max_concurrent_calls: int = 64
     # Origins allowed for browsers (CORS, the browser runtime, MCP Origin validation); empty = same origin only.
     allowed_origins: tuple[str, ...] = ()
+    # Live browser-bridge sessions one client address may hold (behind a reverse proxy: all pages share one).
+    bridge_sessions_per_client: int = 20
     api_keys: tuple[ApiKey, ...] = ()
     # LLM providers and the chat loop's limits; interpreted by gateway.loop.
     providers: Mapping[str, Any] = field(default_factory=dict)
@@ -120,7 +122,7 @@ def _read_file(path: Path) -> dict[str, Any]:
 def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for name in ("definitions", "host", "port", "reload", "reload_poll", "default_timeout_s", "max_result_chars",
-                 "max_body_bytes", "max_concurrent_calls", "log_level"):
+                 "max_body_bytes", "max_concurrent_calls", "bridge_sessions_per_client", "log_level"):
         if ENV_PREFIX + name.upper() in environ:
             values[name] = environ[ENV_PREFIX + name.upper()]
     for name in ("allowed_packages", "allowed_origins"):

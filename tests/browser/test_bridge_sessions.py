@@ -128,10 +128,9 @@ def test_one_client_address_cannot_take_every_session():
 
 
 async def test_the_bridge_endpoint_refuses_sessions_over_the_per_client_cap_saying_why(examples_dir):
-    """Over a real WebSocket, the session beyond a client's cap is closed with 1013 and a reason naming the cap;
-    closing one session lets the client open another."""
-    gateway = Gateway(Settings(definitions=examples_dir, reload=False))
-    gateway.bridge = Bridge(max_per_client=2)
+    """Over a real WebSocket, the session beyond the bridge_sessions_per_client setting is closed with 1013 and a
+    reason naming the cap; closing one session lets the client open another."""
+    gateway = Gateway(Settings(definitions=examples_dir, reload=False, bridge_sessions_per_client=2))
     with serving(create_app(gateway), lifespan="on") as server:
         url = server.url.replace("http", "ws") + "/client/bridge"
         async with connect(url) as one, connect(url):
