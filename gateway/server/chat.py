@@ -64,7 +64,10 @@ class ChatEndpoint:
             chat = parse_chat_request(parse_json(await read_body(request, self.gateway.settings.max_body_bytes)),
                                       request.headers.get("x-conversation-id"))
             # The body's user, else X-User, when the caller may assert one (see Caller.user); else the key's name.
-            chat = dataclasses.replace(chat, user=caller.user(chat.user or request.headers.get("x-user")))
+            user = caller.user(chat.user or request.headers.get("x-user"))
+            # The provider's own `user` field (abuse monitoring) carries the same effective user, never a spoof.
+            params = {**chat.params, "user": user} if "user" in chat.params and user else chat.params
+            chat = dataclasses.replace(chat, user=user, params=params)
             turn = self.loop.turn(self.gateway.catalog, chat, caller, caller.name)
             completion = Completion(turn.model, chat.include_usage)
             events = turn.run()

@@ -398,8 +398,8 @@ def test_retries_honour_retry_after(endpoint, llm, defs):
 
 
 def test_with_auth_on_only_a_trusted_key_names_the_user(endpoint, llm, defs):
-    """Behind API keys the body's ``user`` and X-User are ignored for an ordinary key (tools see the key's name)
-    and honoured for a key with may_assert_user."""
+    """Behind API keys the body's ``user`` and X-User are ignored for an ordinary key (tools and the provider see
+    the key's name) and honoured for a key with may_assert_user."""
     ep = endpoint(defs, api_keys=(ApiKey("app", hash_key("k-app")),
                                   ApiKey("web", hash_key("k-web"), may_assert_user=True)))
     seen = []
@@ -410,6 +410,8 @@ def test_with_auth_on_only_a_trusted_key_names_the_user(endpoint, llm, defs):
         body = ep.post({"messages": [user("who")], **({"user": body_user} if body_user else {})},
                        headers=headers).json()
         seen.append(body["tool_executions"][0]["result"]["user"])
+        if body_user:  # the provider's own `user` field carries the effective user, never the asserted one
+            assert llm.requests[-1].body["user"] == seen[-1]
     assert seen == ["app", "app", "ceo", "ola", "web"]
 
 
