@@ -17,6 +17,7 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from ..context import CONTEXT_PARAMETERS, CallContext
@@ -35,32 +36,19 @@ _loaded_digest: str | None = None
 def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
     target = definition.binding["python"]
     module_name, _, attribute = target.partition(":")
-    python_dir = (env.root / PYTHON_DIR).resolve()
+    python_dir = env.memo.get("python-dir-resolved") or env.memo.setdefault(
+        "python-dir-resolved", (env.root / PYTHON_DIR).resolve())
 
     def fail(message: str) -> BindingProblems:
         return BindingProblems([definition.problem(["binding", "python"], message)])
 
-    local = _is_local(python_dir, module_name)
-    if not local and not _allowed(module_name, env.settings.allowed_packages):
-        allowed = ", ".join(env.settings.allowed_packages) or "none"
-        raise fail(
-            f"module '{module_name}' is not allowed: put it in {PYTHON_DIR}/ of the definitions directory or add "
-            f"its package to allowed_packages (allowed packages: {allowed})"
-        )
-    if local:
-        refresh_local_modules(python_dir, env.python_digest)
-    try:
-        module = importlib.import_module(module_name)
-    except SyntaxError as exc:
-        where = f"{Path(exc.filename or '?').name}:{exc.lineno}:{exc.offset}"
-        raise fail(f"cannot import module '{module_name}': syntax error at {where}: {exc.msg}") from None
-    except Exception as exc:  # an import runs arbitrary module code; any failure is the admin's to fix
-        last = traceback.extract_tb(exc.__traceback__)[-1:] or None
-        where = f" ({Path(last[0].filename).name}:{last[0].lineno})" if last else ""
-        raise fail(f"cannot import module '{module_name}': {type(exc).__name__}: {exc}{where}") from None
-    if local and not Path(getattr(module, "__file__", None) or "/").resolve().is_relative_to(python_dir):
-        raise fail(f"module '{module_name}' in {PYTHON_DIR}/ has the name of an installed module "
-                   f"({getattr(module, '__file__', None) or 'built in'}); rename it")
+    # Many tools share a module: import and check it once per build, report it at every tool that names it.
+    key = ("python-module", module_name)
+    if key not in env.memo:
+        env.memo[key] = _import_trusted(module_name, python_dir, env)
+    module = env.memo[key]
+    if isinstance(module, str):
+        raise fail(module)
     function = getattr(module, attribute, None)
     if function is None:
         raise fail(f"module '{module_name}' has no attribute '{attribute}'")
@@ -84,6 +72,30 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
 def _is_local(python_dir: Path, module_name: str) -> bool:
     top = module_name.split(".")[0]
     return (python_dir / f"{top}.py").is_file() or (python_dir / top / "__init__.py").is_file()
+
+
+def _import_trusted(module_name: str, python_dir: Path, env: BuildEnv) -> ModuleType | str:
+    """The module, if it is trusted and imports; else why not (a message for the admin)."""
+    local = _is_local(python_dir, module_name)
+    if not local and not _allowed(module_name, env.settings.allowed_packages):
+        allowed = ", ".join(env.settings.allowed_packages) or "none"
+        return (f"module '{module_name}' is not allowed: put it in {PYTHON_DIR}/ of the definitions directory or "
+                f"add its package to allowed_packages (allowed packages: {allowed})")
+    if local:
+        refresh_local_modules(python_dir, env.python_digest)
+    try:
+        module = importlib.import_module(module_name)
+    except SyntaxError as exc:
+        where = f"{Path(exc.filename or '?').name}:{exc.lineno}:{exc.offset}"
+        return f"cannot import module '{module_name}': syntax error at {where}: {exc.msg}"
+    except Exception as exc:  # an import runs arbitrary module code; any failure is the admin's to fix
+        last = traceback.extract_tb(exc.__traceback__)[-1:] or None
+        where = f" ({Path(last[0].filename).name}:{last[0].lineno})" if last else ""
+        return f"cannot import module '{module_name}': {type(exc).__name__}: {exc}{where}"
+    if local and not Path(getattr(module, "__file__", None) or "/").resolve().is_relative_to(python_dir):
+        return (f"module '{module_name}' in {PYTHON_DIR}/ has the name of an installed module "
+                f"({getattr(module, '__file__', None) or 'built in'}); rename it")
+    return module
 
 
 def _defined_in(function: Any) -> str | None:
