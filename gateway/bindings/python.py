@@ -59,14 +59,24 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
         # A trusted module may import anything (`from subprocess import run`): what runs must be trusted too.
         raise fail(f"'{target}' is defined in module '{origin}', which is not allowed: bind the function where it is "
                    f"defined, from {PYTHON_DIR}/ or an allowed package")
-    try:
-        derived = None if definition.input_schema is not None else schema_for_function(function, CONTEXT_PARAMETERS)
-    except SchemaDerivationError as exc:
-        raise fail(f"cannot derive an input schema from '{target}': {exc}") from None
+    derived = None if definition.input_schema is not None else _derived_schema(target, function, env)
+    if isinstance(derived, str):
+        raise fail(f"cannot derive an input schema from '{target}': {derived}")
     problems = _signature_mismatch(definition, function)
     if problems:
         raise BindingProblems(problems)
     return Bound(executor=_executor(definition.id, function), input_schema=derived)
+
+
+def _derived_schema(target: str, function: Any, env: BuildEnv) -> dict[str, Any] | str:
+    """The function's derived input schema, or why there is none; once per function and build."""
+    key = ("python-schema", target)
+    if key not in env.memo:
+        try:
+            env.memo[key] = schema_for_function(function, CONTEXT_PARAMETERS)
+        except SchemaDerivationError as exc:
+            env.memo[key] = str(exc)
+    return env.memo[key]
 
 
 def _is_local(python_dir: Path, module_name: str) -> bool:
