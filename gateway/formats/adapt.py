@@ -195,7 +195,9 @@ def merge_alternatives(base: dict[str, Any], variants: list[Any], key: str) -> d
             if name not in properties:
                 properties[name] = sub
             elif name in own:
-                properties[name] = merge_all_of([properties[name], sub], ("properties", name))
+                # The object's own declaration stands: a variant narrowing it (a tagged union's `kind: {const}`)
+                # applies to that variant only, and merging every variant's narrowing would admit none of them.
+                continue
             elif properties[name] != sub:
                 previous = properties[name]
                 choices = previous["anyOf"] if set(previous) == {"anyOf"} else [previous]

@@ -157,6 +157,8 @@ class Turn:
         if self.received:
             yield Executed(tuple(self.received))
         choice = self.request.tool_choice
+        if self.rounds and (choice == "required" or isinstance(choice, Mapping)):
+            choice = None  # forced for the turn's first round only, even when the caller sends it again
         while True:
             final = self.rounds >= self.loop.config.chat.max_round_trips
             reply = None

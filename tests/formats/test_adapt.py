@@ -111,3 +111,15 @@ def test_prepare_gives_nested_arrays_items_and_a_plain_object_root():
     assert prepared["type"] == "object" and "oneOf" not in prepared
     assert prepared["properties"]["a"] == {"type": "array", "items": {}}
     assert prepared["properties"]["b"]["anyOf"][0] == {"type": "array", "items": {}}
+
+
+def test_a_tagged_union_keeps_every_tag_value():
+    """Variants narrowing a declared property (kind: const circle | const square) leave it accepting both values."""
+    schema = {"type": "object", "required": ["kind"],
+              "properties": {"kind": {"type": "string", "enum": ["circle", "square"]}, "r": {"type": "number"},
+                             "side": {"type": "number"}},
+              "oneOf": [{"properties": {"kind": {"const": "circle"}}, "required": ["r"]},
+                        {"properties": {"kind": {"const": "square"}}, "required": ["side"]}]}
+    prepared = prepare(schema, keep_cycles=True)
+    validator = Draft202012Validator(prepared)
+    assert validator.is_valid({"kind": "circle", "r": 1}) and validator.is_valid({"kind": "square", "side": 2})

@@ -473,3 +473,19 @@ def test_models_lists_providers_and_model_picks_one(endpoint, llm, defs):
     for model in ("other", "default/custom-model", None):
         ep.post({"messages": [user("x")], **({"model": model} if model else {})})
     assert [sent.body["model"] for sent in llm.requests] == ["m2", "custom-model", "fake-gpt"]
+
+
+def test_a_forced_tool_choice_sent_again_with_client_results_is_not_forced_again(endpoint, llm, defs):
+    """A caller that resends its forced tool_choice with the client tool's result lets the model answer in text."""
+    ep = endpoint(defs)
+    forced = {"type": "function", "function": {"name": "fill_field"}}
+    llm.answer(Reply(tool_calls=[("call_fill", "fill_field", {"field": "total", "value": "5"})]))
+    question = [user("Put 5 into the total field")]
+    first = ep.post({"messages": question, "tool_choice": forced, "gateway": {"toolsets": ["test"]}}).json()
+    message = first["choices"][0]["message"]
+    llm.answer(Reply(content="Done."))
+    returned = [*question, message, {"role": "tool", "tool_call_id": "call_fill", "content": '"ok"'}]
+    second = ep.post({"messages": returned, "tool_choice": forced, "gateway": {"toolsets": ["test"]}}).json()
+    assert llm.requests[0].body["tool_choice"] == forced
+    assert "tool_choice" not in llm.requests[1].body
+    assert second["choices"][0]["message"]["content"] == "Done."
