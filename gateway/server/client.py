@@ -94,13 +94,16 @@ class ClientApi:
         tool = catalog.tools.get(tool_id)
         if tool is None or tool.script is None:
             return error_response(404, f"No tool '{tool_id}' with a browser script in this gateway.")
-        headers = {"ETag": f'"{catalog.version}"', "Cache-Control": "no-cache"}
-        if _not_modified(request, headers["ETag"]):
-            return Response(status_code=304, headers=headers)
         try:
             body = catalog.memo(("client:script", tool.id), tool.script.read_bytes)
         except OSError:  # removed since the catalog was built; the next reload will say so
             return error_response(404, f"The script of tool '{tool.id}' is no longer on disk.")
+        # The catalog version and the bytes served: a script edited before the reload that swaps the catalog
+        # must not be cached under the old version's tag.
+        digest = catalog.memo(("client:script-digest", tool.id), lambda: hashlib.sha256(body).hexdigest()[:12])
+        headers = {"ETag": f'"{catalog.version}-{digest}"', "Cache-Control": "no-cache"}
+        if _not_modified(request, headers["ETag"]):
+            return Response(status_code=304, headers=headers)
         return Response(body, headers=headers, media_type=JAVASCRIPT)
 
     async def demo(self, request: Request) -> Response:

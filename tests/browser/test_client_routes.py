@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import httpx
@@ -26,13 +27,15 @@ def test_runtime_is_served_as_javascript_with_a_validator(client):
 
 
 def test_declared_script_is_served_with_the_catalog_version_as_etag(site, client, definitions: Path):
-    """A browser-bound tool's script is served as written, tagged with the catalog version; 304 while unchanged."""
+    """A browser-bound tool's script is served as written, tagged with the catalog version and the bytes' digest;
+    304 while unchanged."""
     response = client.get("/client/scripts/example-tool.js")
     again = client.get("/client/scripts/example-tool.js", headers={"If-None-Match": response.headers["etag"]})
 
     assert response.status_code == 200
     assert response.content == (definitions / "scripts" / "example-tool.js").read_bytes()
-    assert response.headers["etag"] == f'"{site.gateway_app.catalog.version}"'
+    served = hashlib.sha256(response.content).hexdigest()[:12]
+    assert response.headers["etag"] == f'"{site.gateway_app.catalog.version}-{served}"'
     assert response.headers["cache-control"] == "no-cache"
     assert again.status_code == 304
 
