@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 from support import catalog_for
 
 from gateway.errors import DefinitionsInvalid
@@ -68,19 +69,19 @@ def test_local_module_shadowing_an_installed_one_is_refused(write_definitions):
         catalog_for(root)
 
 
+def _tool_with_schema(target: str, properties: dict) -> str:
+    """One tool `t` bound to ``target`` whose input schema requires every property given."""
+    schema = {"type": "object", "properties": properties, "required": list(properties)}
+    tool = {"id": "t", "name": "T", "user_description": "u", "ai_description": "a", "input_schema": schema,
+            "binding": {"python": target}}
+    return yaml.safe_dump({"tools": [tool]}, sort_keys=False)
+
+
 def test_imported_name_from_an_untrusted_module_is_refused(write_definitions):
     """A local module that imports subprocess.check_output cannot expose it as a tool: what runs must be trusted."""
     root = write_definitions({
         "python/helpers.py": "from subprocess import check_output  # noqa: F401\n",
-        "t.yaml": """
-            tools:
-              - id: t
-                name: T
-                user_description: u
-                ai_description: a
-                input_schema: {type: object, properties: {args: {type: array}}, required: [args]}
-                binding: {python: "helpers:check_output"}
-        """,
+        "t.yaml": _tool_with_schema("helpers:check_output", {"args": {"type": "array"}}),
     })
     with pytest.raises(DefinitionsInvalid, match="is defined in module 'subprocess', which is not allowed"):
         catalog_for(root)
@@ -90,18 +91,7 @@ def test_remote_ref_in_a_schema_is_a_load_problem(write_definitions):
     """A $ref to a URL is refused at load time: validating a call must never fetch anything."""
     root = write_definitions({
         "python/m.py": "def f(x: str) -> str:\n    return x\n",
-        "t.yaml": """
-            tools:
-              - id: t
-                name: T
-                user_description: u
-                ai_description: a
-                input_schema:
-                  type: object
-                  properties: {x: {$ref: "http://127.0.0.1:9/s.json"}}
-                  required: [x]
-                binding: {python: "m:f"}
-        """,
+        "t.yaml": _tool_with_schema("m:f", {"x": {"$ref": "http://127.0.0.1:9/s.json"}}),
     })
-    with pytest.raises(DefinitionsInvalid, match=r"t.yaml:8:\d+: .*points outside the schema"):
+    with pytest.raises(DefinitionsInvalid, match=r"t.yaml:\d+:\d+: .*\$ref 'http://127.0.0.1:9/s.json' points outside"):
         catalog_for(root)

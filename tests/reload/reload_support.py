@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 PROBE = '''
 from typing import Annotated
@@ -56,3 +57,14 @@ def wait_until(condition: Callable[[], object], what: str, timeout: float = 20.0
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.005)
+
+
+async def break_then_restore(gateway: Any, path: Path, valid: str) -> None:
+    """Write an invalid edit, wait for its failed rebuild, then restore ``valid`` and wait for a good no-op rebuild."""
+    seen = gateway.last_reload.at
+    write(path, valid + "  - id: 'not an id'\n    name: x\n")
+    await until(lambda: gateway.last_reload.at > seen and not gateway.last_reload.ok, "the failed rebuild")
+    seen = gateway.last_reload.at
+    write(path, valid)  # back to what is served: builds fine, same version
+    await until(lambda: gateway.last_reload.at > seen and gateway.last_reload.ok, "the no-op rebuild")
+    assert not gateway.last_reload.changed

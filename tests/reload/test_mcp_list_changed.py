@@ -9,7 +9,7 @@ from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ToolsListChanged
 from mcp.types import ToolListChangedNotification
-from reload_support import tool_yaml, until, write
+from reload_support import break_then_restore, tool_yaml, until, write
 
 from gateway.catalog import Catalog
 
@@ -53,13 +53,7 @@ async def test_mcp_session_hears_list_changed_for_valid_edits_only(defs, serve):
         valid = (defs / "main.yaml").read_text()
 
         gateway = served.gateway
-        seen = gateway.last_reload.at
-        write(defs / "main.yaml", valid + "  - id: 'not an id'\n    name: x\n")
-        await until(lambda: gateway.last_reload.at > seen and not gateway.last_reload.ok, "the failed rebuild")
-        seen = gateway.last_reload.at
-        write(defs / "main.yaml", valid)  # back to what is served: builds fine, same version
-        await until(lambda: gateway.last_reload.at > seen and gateway.last_reload.ok, "the no-op rebuild")
-        assert not gateway.last_reload.changed
+        await break_then_restore(gateway, defs / "main.yaml", valid)
         seen = gateway.last_reload.at
         write(defs / "main.yaml", valid)  # the same bytes again
         await until(lambda: gateway.last_reload.at > seen, "the same-bytes rebuild")
@@ -98,13 +92,7 @@ async def test_listening_client_gets_tools_list_changed_for_valid_edits_only(def
             assert "fresh" in {tool.name for tool in (await client.list_tools()).tools}
             valid = (defs / "main.yaml").read_text()
 
-            gateway = served.gateway
-            seen = gateway.last_reload.at
-            write(defs / "main.yaml", valid + "  - id: 'not an id'\n    name: x\n")
-            await until(lambda: gateway.last_reload.at > seen and not gateway.last_reload.ok, "the failed rebuild")
-            seen = gateway.last_reload.at
-            write(defs / "main.yaml", valid)
-            await until(lambda: gateway.last_reload.at > seen and gateway.last_reload.ok, "the no-op rebuild")
+            await break_then_restore(served.gateway, defs / "main.yaml", valid)
 
             write(defs / "main.yaml", tool_yaml("echo", "fresh", "after"))
             await until(lambda: len(events) >= 2, "ToolsListChanged after the next valid edit")
