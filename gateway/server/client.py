@@ -33,7 +33,7 @@ from ..runtime import Gateway
 from ..settings import Settings
 from .errors import error_response
 from .origins import OriginGuard
-from .rest import _not_modified
+from .rest import not_modified
 
 log = logging.getLogger("gateway.server")
 JAVASCRIPT = "text/javascript; charset=utf-8"
@@ -83,7 +83,7 @@ class ClientApi:
 
     async def runtime(self, request: Request) -> Response:
         headers = {"ETag": self.runtime_etag, "Cache-Control": "no-cache"}
-        if _not_modified(request, self.runtime_etag):
+        if not_modified(request, self.runtime_etag):
             return Response(status_code=304, headers=headers)
         return Response(self.runtime_body, headers=headers, media_type=JAVASCRIPT)
 
@@ -102,7 +102,7 @@ class ClientApi:
         # must not be cached under the old version's tag.
         digest = catalog.memo(("client:script-digest", tool.id), lambda: hashlib.sha256(body).hexdigest()[:12])
         headers = {"ETag": f'"{catalog.version}-{digest}"', "Cache-Control": "no-cache"}
-        if _not_modified(request, headers["ETag"]):
+        if not_modified(request, headers["ETag"]):
             return Response(status_code=304, headers=headers)
         return Response(body, headers=headers, media_type=JAVASCRIPT)
 

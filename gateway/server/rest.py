@@ -64,7 +64,7 @@ class RestApi:
         caller = self.caller(request)
         catalog = self.gateway.catalog
         headers = _cache_headers(catalog)
-        if _not_modified(request, headers["ETag"]):
+        if not_modified(request, headers["ETag"]):
             return Response(status_code=304, headers=headers)
         query = request.query_params
         fmt = query.get("format")
@@ -90,7 +90,7 @@ class RestApi:
         catalog = self.gateway.catalog
         tool = caller.tool(catalog, request.path_params["tool_id"])
         headers = _cache_headers(catalog)
-        if _not_modified(request, headers["ETag"]):
+        if not_modified(request, headers["ETag"]):
             return Response(status_code=304, headers=headers)
         return Response(dumps(tool.describe()), headers=headers, media_type="application/json")
 
@@ -126,7 +126,7 @@ def _cache_headers(catalog: Catalog) -> dict[str, str]:
     return {"ETag": f'"{catalog.version}"', "Vary": "Authorization", "Cache-Control": "no-cache"}
 
 
-def _not_modified(request: Request, etag: str) -> bool:
+def not_modified(request: Request, etag: str) -> bool:
     header = request.headers.get("if-none-match")
     if not header:
         return False
