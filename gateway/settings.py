@@ -59,6 +59,9 @@ class Settings:
     # Python bindings may name functions in <definitions>/python/ and in these packages only.
     allowed_packages: tuple[str, ...] = ()
     default_timeout_s: float = 30.0
+    # Concurrent executions of one tool (in-flight work included: a timed-out sync call holds its slot until its
+    # thread ends), so one slow or hung tool cannot take every worker from the others.
+    max_concurrent_calls_per_tool: int = 8
     max_result_chars: int = 100_000
     max_body_bytes: int = 1_048_576
     max_concurrent_calls: int = 64
@@ -71,6 +74,17 @@ class Settings:
     providers: Mapping[str, Any] = field(default_factory=dict)
     chat: Mapping[str, Any] = field(default_factory=dict)
     log_level: str = "info"
+    # What an admin's files may cost (gateway.yamlsource, gateway.runtime, gateway.bindings.python).
+    max_file_bytes: int = 8_388_608  # a definitions file over this is a problem, not parsed
+    max_yaml_nodes: int = 250_000  # nodes one definitions file may hold once its aliases are expanded
+    reload_timeout_s: float = 60.0  # a rebuild running longer is abandoned and reported; the last catalog serves
+    import_timeout_s: float = 10.0  # importing one python/ module (its top-level code) longer is a problem
+    # Environment variables ``{{ secrets.NAME }}`` may name; empty: any but the gateway's own (TOOL_GATEWAY_*).
+    allowed_secrets: tuple[str, ...] = ()
+    # The HTTP server's connection limits (uvicorn / h11).
+    header_timeout_s: float = 10.0  # a connection that has not sent a complete request head by then is closed
+    keepalive_timeout_s: float = 5.0  # an idle keep-alive connection is closed after this
+    max_header_bytes: int = 65_536  # a request head larger than this is refused
 
     @property
     def auth_enabled(self) -> bool:
@@ -122,10 +136,12 @@ def _read_file(path: Path) -> dict[str, Any]:
 def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for name in ("definitions", "host", "port", "reload", "reload_poll", "default_timeout_s", "max_result_chars",
-                 "max_body_bytes", "max_concurrent_calls", "bridge_sessions_per_client", "log_level"):
+                 "max_body_bytes", "max_concurrent_calls", "bridge_sessions_per_client", "log_level",
+                 "max_concurrent_calls_per_tool", "max_file_bytes", "max_yaml_nodes", "reload_timeout_s",
+                 "import_timeout_s", "header_timeout_s", "keepalive_timeout_s", "max_header_bytes"):
         if ENV_PREFIX + name.upper() in environ:
             values[name] = environ[ENV_PREFIX + name.upper()]
-    for name in ("allowed_packages", "allowed_origins"):
+    for name in ("allowed_packages", "allowed_origins", "allowed_secrets"):
         if ENV_PREFIX + name.upper() in environ:
             values[name] = [v.strip() for v in environ[ENV_PREFIX + name.upper()].split(",") if v.strip()]
     # Keys given in clear through the environment are hashed at once and never kept.
