@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import sys
 from collections.abc import Sequence
@@ -20,6 +21,11 @@ from .errors import DefinitionsInvalid, GatewayError
 from .settings import Settings, load_settings
 
 DEFAULT_DIR = "tool-definitions"
+# Options every command takes, on either side of the command's name: flag -> add_argument keywords.
+GLOBAL_OPTIONS = {
+    "--settings": {"metavar": "FILE", "help": "settings file (YAML); also TOOL_GATEWAY_SETTINGS"},
+}
+GLOBAL_TITLE = "global options (before or after the command)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -40,11 +46,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tool-gateway", description="A declarative tool gateway for LLMs.")
-    parser.add_argument("--settings", help="settings file (YAML); also TOOL_GATEWAY_SETTINGS")
+    parser = argparse.ArgumentParser(
+        prog="tool-gateway", description="A declarative tool gateway for LLMs.", parents=[_global_options(after=False)],
+        epilog="Global options may come before or after the command: 'tool-gateway --settings FILE serve' and "
+               "'tool-gateway serve --settings FILE' are the same; given on both sides, the one after wins.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # Every command's own parser takes the global options too, so that they may follow the command.
+    command = functools.partial(sub.add_parser, parents=[_global_options(after=True)])
 
-    serve = sub.add_parser("serve", help="serve the tools over REST, MCP and the chat endpoint")
+    serve = command("serve", help="serve the tools over REST, MCP and the chat endpoint")
     serve.add_argument("definitions", nargs="?", help=f"definitions directory (default: ./{DEFAULT_DIR})")
     serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default 8000)")
@@ -54,16 +64,16 @@ def _parser() -> argparse.ArgumentParser:
                        help="watch by polling (for NFS and mounts without inotify)")
     serve.set_defaults(run=_serve)
 
-    validate = sub.add_parser("validate", help="check definitions; print every problem as file:line:col")
+    validate = command("validate", help="check definitions; print every problem as file:line:col")
     validate.add_argument("definitions", nargs="?")
     validate.set_defaults(run=_validate)
 
-    listing = sub.add_parser("list", help="list the tools")
+    listing = command("list", help="list the tools")
     listing.add_argument("definitions", nargs="?")
     listing.add_argument("--json", action="store_true", help="print the REST listing as JSON")
     listing.set_defaults(run=_list)
 
-    call = sub.add_parser("call", help="call one tool and print its result")
+    call = command("call", help="call one tool and print its result")
     call.add_argument("tool_id")
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object, or a bare value for a one-parameter tool")
     call.add_argument("--definitions", "-d")
@@ -71,16 +81,26 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("--user")
     call.set_defaults(run=_call)
 
-    export = sub.add_parser("export", help="print the tools in a provider's declaration format")
+    export = command("export", help="print the tools in a provider's declaration format")
     export.add_argument("definitions", nargs="?")
     export.add_argument("--format", "-f", required=True, choices=["openai", "openai-strict", "anthropic", "gemini", "mcp"])
     export.set_defaults(run=_export)
 
-    chat = sub.add_parser("chat", help="run one chat turn against the configured LLM, executing tools")
+    chat = command("chat", help="run one chat turn against the configured LLM, executing tools")
     chat.add_argument("message")
     chat.add_argument("--definitions", "-d")
     chat.add_argument("--provider", help="provider name from the settings (default: chat.provider)")
     chat.set_defaults(run=_chat)
+    return parser
+
+
+def _global_options(*, after: bool) -> argparse.ArgumentParser:
+    """A parent parser holding ``GLOBAL_OPTIONS``. After the command, an option not given must leave the value
+    parsed before the command alone: its default there is ``SUPPRESS`` (no attribute set), not ``None``."""
+    parser = argparse.ArgumentParser(add_help=False)
+    group = parser.add_argument_group(GLOBAL_TITLE)
+    for flag, keywords in GLOBAL_OPTIONS.items():
+        group.add_argument(flag, default=argparse.SUPPRESS if after else None, **keywords)
     return parser
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import time
 import subprocess
 import sys
 
+import httpx
 import pytest
 from support import EXAMPLES, FIXTURES, catalog_for
 
@@ -76,3 +78,73 @@ def test_python_dash_m_runs_the_cli(module):
     """`python -m gateway --help` works, like the console script."""
     done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "validate" in done.stdout
+
+
+# Each global option, with a value whose effect a test can see whatever the command: a settings file naming an
+# unknown key makes every command exit 2 before it does anything else.
+BAD_SETTINGS = "definitons: x\n"
+VERBS = (("serve", str(EXAMPLES)), ("validate", str(EXAMPLES)), ("list", str(EXAMPLES)),
+         ("call", "square_root", "{}"), ("export", str(EXAMPLES), "-f", "openai"), ("chat", "hello"))
+
+
+def test_every_global_option_is_tested_in_both_positions():
+    """The options below are all the global options there are, so the position test covers each of them."""
+    from gateway.cli import GLOBAL_OPTIONS
+
+    assert set(GLOBAL_OPTIONS) == {"--settings"}
+
+
+@pytest.mark.parametrize("verb", VERBS, ids=[verb[0] for verb in VERBS])
+@pytest.mark.parametrize("position", ["before", "after"])
+def test_global_options_work_before_or_after_the_command(tmp_path, capsys, verb, position):
+    """`--settings FILE` is read whether it comes before the command or after it (and its arguments)."""
+    settings = tmp_path / "gateway.yaml"
+    settings.write_text(BAD_SETTINGS)
+    option = ["--settings", str(settings)]
+    argv = [*option, *verb] if position == "before" else [*verb, *option]
+    assert main(argv) == 2
+    assert "unknown setting(s): definitons" in capsys.readouterr().err
+
+
+def test_a_global_option_after_the_command_wins_over_one_before_it(tmp_path, capsys):
+    """Given on both sides, the option after the command is the one used, as the last word on a command line."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(BAD_SETTINGS)
+    good = tmp_path / "good.yaml"
+    good.write_text("default_timeout_s: 5\n")
+    assert main(["--settings", str(bad), "validate", str(EXAMPLES), "--settings", str(good)]) == 0
+    assert main(["--settings", str(good), "validate", str(EXAMPLES), "--settings", str(bad)]) == 2
+
+
+def test_serve_takes_its_settings_after_the_command(tmp_path):
+    """`tool-gateway serve DIR --settings FILE` serves with that file's settings (here: its port)."""
+    from support import free_socket
+
+    with free_socket() as sock:
+        port = sock.getsockname()[1]
+    settings = tmp_path / "gateway.yaml"
+    settings.write_text(f"port: {port}\nreload: false\n")
+    server = subprocess.Popen([sys.executable, "-m", "gateway", "serve", str(EXAMPLES), "--settings", str(settings)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert server.poll() is None, server.stdout.read()
+            time.sleep(0.1)
+        else:
+            pytest.fail("the server did not answer on the port its settings file names")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_help_says_global_options_go_on_either_side():
+    """`--help`, of the program and of a command, says where the global options may be given."""
+    done = run("--help")
+    assert "before or after the command" in done.stdout
+    serve_help = run("serve", "--help").stdout
+    assert "--settings" in serve_help and "before or after the command" in serve_help
