@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import importlib
 import inspect
 import sys
 import threading
 import traceback
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -24,10 +22,8 @@ from ..context import CONTEXT_PARAMETERS, CallContext
 from ..definitions import ToolDefinition
 from ..signature import SchemaDerivationError, coerce, parameters, schema_for_function, type_hints
 from . import PYTHON_DIR, BindingProblems, Bound, BuildEnv
+from .workers import call_async, call_sync
 
-# Where sync tools run. asyncio's executor hop costs half the CPU of anyio.to_thread's (~70 vs ~150 µs a call,
-# measured under load: a third of a REST call's overhead); 40 workers, anyio's default limit.
-_THREADS = ThreadPoolExecutor(max_workers=40, thread_name_prefix="gateway-tool")
 _lock = threading.Lock()
 _active_dir: Path | None = None
 _loaded_digest: str | None = None
@@ -65,7 +61,8 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
     problems = _signature_mismatch(definition, function)
     if problems:
         raise BindingProblems(problems)
-    return Bound(executor=_executor(definition.id, function), input_schema=derived)
+    slots = ((env.root, definition.id), env.settings.max_concurrent_calls_per_tool)
+    return Bound(executor=_executor(definition.id, function, slots), input_schema=derived)
 
 
 def _derived_schema(target: str, function: Any, env: BuildEnv) -> dict[str, Any] | str:
@@ -189,7 +186,7 @@ def _signature_mismatch(definition: ToolDefinition, function: Any) -> list:
     return problems
 
 
-def _executor(tool_id: str, function: Any):
+def _executor(tool_id: str, function: Any, slots: tuple[Any, int]):
     signature = inspect.signature(function)
     injected = [name for name in signature.parameters if name in CONTEXT_PARAMETERS]
     takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
@@ -209,10 +206,9 @@ def _executor(tool_id: str, function: Any):
         }
         kwargs.update({name: context.value(name, tool_id) for name in injected})
         if is_async:
-            return await function(**kwargs)
+            return await call_async(function, kwargs)
         # A timed-out sync tool cannot be interrupted: the await is abandoned and the caller gets its error at
-        # once, while the thread finishes on its own. The tool sees the caller's context variables, as in anyio.
-        call = partial(contextvars.copy_context().run, function, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(_THREADS, call)
+        # once, while the thread finishes on its own, holding one of its tool's slots (gateway.bindings.workers).
+        return await call_sync(*slots, function, kwargs)
 
     return execute
