@@ -7,8 +7,9 @@
 
 None of these needs an API key: a browser cannot send one with ``<script src>`` or a WebSocket, the scripts are
 code that every page using the tools runs anyway, and a bridge session only answers calls from callers that know
-its random id. What keeps other web sites out is the Origin check (``OriginGuard``, which covers the WebSocket
-handshake too) and ``ClientCors``, which answers CORS for the same origins and no others.
+its random id. What keeps other web sites out is the Origin check (``origins.OriginGuard``, which covers the
+WebSocket handshake too and never trusts the ``Host`` header) and ``ClientCors``, which answers CORS for the
+allowed origins and no others.
 
 Scripts are cached by the catalog version: their ``ETag`` is the version, so a browser revalidates with one
 conditional request and fetches again only after a reload changed the catalog.
@@ -32,7 +33,7 @@ from ..bridge import Bridge, Session, TooManySessions
 from ..runtime import Gateway
 from ..settings import Settings
 from .errors import error_response
-from .origins import OriginGuard
+from .origins import AllowedOrigins
 from .rest import not_modified
 
 log = logging.getLogger("gateway.server")
@@ -57,20 +58,20 @@ def routes(gateway: Gateway) -> list[BaseRoute]:
 
 
 class ClientCors(CORSMiddleware):
-    """CORS answers for the origins ``OriginGuard`` lets through: ``allowed_origins``, and loopback pages with auth off.
+    """CORS answers for the origins the settings allow (``AllowedOrigins``: ``allowed_origins``, or loopback pages
+    while that list is empty and auth is off). The gateway's own pages are same-origin and need none.
 
-    It sits inside the guard, which has already refused every other origin with 403; it still checks, so that
-    no order of middleware can make it answer for an origin the settings do not allow.
+    It sits inside ``OriginGuard``, which has already refused every other origin with 403; it still checks, so
+    that no order of middleware can make it answer for an origin the settings do not allow.
     """
 
     def __init__(self, app: ASGIApp, settings: Settings):
         super().__init__(app, allow_methods=("GET", "POST", "DELETE"), allow_headers=CORS_HEADERS,
                          expose_headers=CORS_EXPOSED, max_age=600)
-        self.guard = OriginGuard(app, settings)
+        self.origins = AllowedOrigins(settings)
 
     def is_allowed_origin(self, origin: str) -> bool:
-        # Same-origin requests need no CORS answer, so only the listed origins count here.
-        return self.guard.origin_allowed(origin, host="", scheme="")
+        return origin in self.origins
 
 
 class ClientApi:

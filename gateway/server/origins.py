@@ -1,17 +1,28 @@
 """Origin and Host validation for every route: what keeps a web page the user visits from driving the gateway.
 
-A browser names the page that sent a request in ``Origin``. Requests from the gateway's own origin and from
-``settings.allowed_origins`` (``scheme://host`` or ``scheme://host:port``, ``:*`` for any port) pass, and so do
-loopback pages while auth is off (the gateway then serves the local machine only); any other origin gets 403.
-With API keys on, a loopback page — any local program serving one — must be listed like every other origin.
-Requests without ``Origin`` (every non-browser client) pass.
+A browser names the page that sent a request in ``Origin``; requests without one (every non-browser client)
+pass. A page may use the gateway when its origin is
+
+- in ``settings.allowed_origins`` (``scheme://host`` or ``scheme://host:port``, ``:*`` for any port). Once the
+  admin writes that list it is exact: nothing else is added to it;
+- a loopback page (``localhost``, ``127.0.0.1``, ``[::1]``, any port) while auth is off *and* the list is empty:
+  the convenience of a gateway that serves the local machine only;
+- the gateway's own: the address the request's connection reached (the listening socket, never a header), so
+  the pages the gateway serves itself (``/client/demo``, ``/``, the console) work when opened at that address.
+  On a loopback address ``localhost`` counts too. A gateway reached under another name (a DNS name, a reverse
+  proxy) lists that origin in ``allowed_origins``.
+
+Any other origin gets 403, the WebSocket handshake included. ``Host`` never makes an origin allowed: a DNS name
+an attacker points at the gateway would otherwise make their page "same origin" (F7).
 
 Without API keys the gateway listens on loopback only, and a DNS-rebinding page would reach it under its own
-host name, as "same origin": so with auth off the ``Host`` must be a loopback name too (else 421, as the MCP
-SDK answers). With keys, a page cannot present one the user did not give it.
+host name: so with auth off the ``Host`` must be a loopback name too (else 421, as the MCP SDK answers).
 """
 
 from __future__ import annotations
+
+import functools
+import ipaddress
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -24,36 +35,69 @@ LOOPBACK_ORIGINS = tuple(f"{scheme}://{host}:*" for scheme in ("http", "https") 
     f"{scheme}://{host}" for scheme in ("http", "https") for host in LOOPBACK_HOSTS)
 
 
+class AllowedOrigins:
+    """The origins the settings allow: the written list exactly, or loopback pages when it is empty and auth off.
+
+    The gateway's own origin is not among them: it needs no CORS answer, so ``OriginGuard`` adds it alone.
+    """
+
+    def __init__(self, settings: Settings):
+        listed = settings.allowed_origins
+        self.patterns = listed if listed or settings.auth_enabled else LOOPBACK_ORIGINS
+
+    def __contains__(self, origin: str) -> bool:
+        return any(origin == allowed or (allowed.endswith(":*") and _with_port(origin, allowed[:-1]))
+                   for allowed in self.patterns)
+
+
 class OriginGuard:
     """Pure ASGI middleware (no per-request objects beyond a header lookup)."""
 
     def __init__(self, app: ASGIApp, settings: Settings):
         self.app = app
-        self.allowed = settings.allowed_origins if settings.auth_enabled else (*settings.allowed_origins,
-                                                                                *LOOPBACK_ORIGINS)
+        self.allowed = AllowedOrigins(settings)
         self.check_host = not settings.auth_enabled
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket"):  # a WebSocket handshake is refused with the same HTTP answer
             headers = Headers(scope=scope)
-            host = headers.get("host", "")
-            if self.check_host and not _host_is_loopback(host):
-                await error_response(421, f"Host '{host}' is not a loopback name: with no API keys configured "
-                                          "the gateway answers to localhost only.")(scope, receive, send)
-                return
+            if self.check_host:
+                host = headers.get("host", "")
+                if not _host_is_loopback(host):
+                    await error_response(421, f"Host '{host}' is not a loopback name: with no API keys configured "
+                                              "the gateway answers to localhost only.")(scope, receive, send)
+                    return
             origin = headers.get("origin")
-            scheme = {"ws": "http", "wss": "https"}.get(scope.get("scheme", "http"), scope.get("scheme", "http"))
-            if origin and not self.origin_allowed(origin, host, scheme):
+            if origin and origin not in self.allowed and origin not in served_at(scope.get("server")):
                 await error_response(403, f"Origin '{origin}' is not allowed; add it to the allowed_origins "
                                           "setting.")(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
-    def origin_allowed(self, origin: str, host: str, scheme: str) -> bool:
-        if origin == f"{scheme}://{host}":
-            return True
-        return any(origin == allowed or (allowed.endswith(":*") and _with_port(origin, allowed[:-1]))
-                   for allowed in self.allowed)
+
+@functools.lru_cache(maxsize=64)  # one entry per local address the gateway listens on
+def served_at(server: tuple[str, int | None] | None) -> frozenset[str]:
+    """The origins of pages served from the local address ``server`` (ASGI's ``scope["server"]``, the socket a
+    connection reached): http and https on that address and port, and ``localhost`` when it is loopback."""
+    if not server or server[1] is None:  # a Unix socket: no origin is the gateway's own
+        return frozenset()
+    host, port = server
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        names = [host]
+    else:
+        if address.version == 6 and address.ipv4_mapped:  # a dual-stack socket reached over IPv4
+            address = address.ipv4_mapped
+        names = [str(address) if address.version == 4 else f"[{address}]"]
+        if address.is_loopback:
+            names.append("localhost")
+    origins = {f"{scheme}://{name}:{port}" for scheme in ("http", "https") for name in names}
+    # A browser leaves the scheme's default port out of an origin.
+    default = {80: "http", 443: "https"}.get(port)
+    if default:
+        origins |= {f"{default}://{name}" for name in names}
+    return frozenset(origins)
 
 
 def _with_port(origin: str, prefix: str) -> bool:

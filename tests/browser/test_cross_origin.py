@@ -10,6 +10,10 @@ from playwright.async_api import Page
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
+from gateway.runtime import Gateway
+from gateway.server.app import create_app
+from gateway.settings import ApiKey, Settings, hash_key
+
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
@@ -58,3 +62,24 @@ async def test_cors_answers_the_allowed_origin_only(site):
     assert "access-control-allow-origin" not in refused.headers
     assert listing.headers["access-control-allow-origin"] == f"http://{ALLOWED_HOST}:3000"
     assert "etag" in listing.headers["access-control-expose-headers"].lower()
+
+
+@pytest.fixture(scope="module")
+def keyed_gateway(servers, definitions) -> str:
+    """A gateway behind an API key with no allowed_origins, as a team would deploy it: its base URL."""
+    settings = Settings(definitions=definitions, reload=False, api_keys=(ApiKey("team", hash_key("team-key")),))
+    return servers.start(create_app(Gateway(settings)), lifespan="on")
+
+
+async def test_a_dns_name_pointed_at_the_gateway_does_not_make_its_page_same_origin(keyed_gateway, open_page):
+    """F7 in a real browser: the demo page loaded through evil.test (resolving to the gateway) cannot open the
+    bridge, while the same page at the address the gateway serves at can, with auth on and no allowed_origins."""
+    port = keyed_gateway.rsplit(":", 1)[1]
+    session = "document.getElementById('session').textContent"
+    rebound = await open_page(f"http://{DISALLOWED_HOST}:{port}/client/demo")
+    await rebound.wait_for_function(f"{session} !== 'connecting…'")
+    own = await open_page(f"{keyed_gateway}/client/demo")
+    await own.wait_for_function(f"{session} !== 'connecting…'")
+
+    assert (await rebound.evaluate(session)).startswith("unavailable (The gateway refused the bridge session")
+    assert len(await own.evaluate(session)) > 20  # a session id
