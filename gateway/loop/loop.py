@@ -35,15 +35,16 @@ import httpx
 
 from ..catalog import Catalog
 from ..context import CallContext
-from ..errors import ArgumentsInvalid, BadRequest, GatewayError, ToolError
+from ..errors import ArgumentsInvalid, GatewayError, ToolError
 from ..formats import restore_arguments
 from ..invoke import ToolResult, error_result, invoke, json_value, normalise, parse_arguments, validate_arguments
 from .config import LoopConfig
 from .handoff import Handoffs, last_user_index
+from .models import ModelNames
 from .offer import MayUse, Offer, Offered, choose_tools
 from .providers import HttpProvider, ModelReply, ModelRequest, ToolCall, make_provider
 from .providers.base import Sleep, new_call_id, text_of
-from .request import ChatRequest
+from .request import ChatRequest, InvalidRequest
 from .trace import ToolExecution
 
 PARAGRAPH = "\n\n"  # between the texts of successive rounds
@@ -51,6 +52,7 @@ PARAGRAPH = "\n\n"  # between the texts of successive rounds
 
 class ChatUnavailable(GatewayError):
     status = 503
+    code = "provider_not_configured"
 
 
 @dataclass(frozen=True)
@@ -83,26 +85,20 @@ class ChatLoop:
                  sleep: Sleep = asyncio.sleep, handoffs: Handoffs | None = None):
         self.config = config
         self.providers = {name: make_provider(c, http_client, sleep=sleep) for name, c in config.providers.items()}
+        self.models = ModelNames(config.providers, config.default_provider)
         self.handoffs = handoffs or Handoffs()
 
     def provider_for(self, model: str | None) -> tuple[HttpProvider, str]:
-        """``model`` is a provider name, ``<provider>/<model>``, or empty for the default provider."""
+        """The provider and model a request's ``model`` names (see ``gateway.loop.models``)."""
         if not self.providers:
             raise ChatUnavailable("No LLM provider is configured: add 'providers' (and 'chat') to the settings.")
-        name, _, override = (model or "").partition("/")
-        if not name:
-            name = self.config.default_provider or ""
-            if not name:
-                raise BadRequest(f"Name a provider as 'model' (one of: {', '.join(self.providers)}).")
-        provider = self.providers.get(name)
-        if provider is None:
-            raise BadRequest(f"Unknown model {model!r}: use a provider name ({', '.join(self.providers)}) or "
-                             "'<provider>/<model>'.")
-        return provider, override or provider.config.model
+        choice = self.models.resolve(model)
+        return self.providers[choice.provider], choice.model
 
     def turn(self, catalog: Catalog, request: ChatRequest, caller: MayUse | None = None,
              caller_name: str | None = None) -> Turn:
-        """Prepare one request of a turn: everything that can be refused (``BadRequest``) is refused here."""
+        """Prepare one request of a turn: everything that can be refused (``InvalidRequest``, ``UnknownModel``)
+        is refused here."""
         return Turn(self, catalog, request, caller, caller_name)
 
     async def complete(self, catalog: Catalog, request: ChatRequest, caller: MayUse | None = None,
@@ -304,8 +300,8 @@ class Turn:
         given = {m["tool_call_id"]: m for m in self.messages[index + 1:]}
         stray = sorted(set(given) - set(calls))
         if stray:
-            raise BadRequest(f"messages: tool result(s) for {', '.join(stray)}, which the assistant message before "
-                             "them did not call.")
+            raise InvalidRequest(f"messages: tool result(s) for {', '.join(stray)}, which the assistant message "
+                                 "before them did not call.", "messages")
         mine = {m["tool_call_id"] for m in _trailing_results(self.request.messages)}
         received, tail = [], []
         for call_id, call in calls.items():

@@ -6,7 +6,8 @@ A gateway tool is offered when every one of these holds (LangChain4j's ToolProvi
 - it is in the allowlists: the settings' ``chat.tools`` and the request's ``gateway.tools``, where given;
 - the caller's API key may use it;
 - its ``offer`` rule, if any, holds for the latest user message: ``when_message_matches`` (a regular
-  expression, searched) or ``when_message_mentions`` (any of the words, as the start of a word, ignoring case);
+  expression in RE2 syntax, searched) or ``when_message_mentions`` (any of the words, as the start of a word,
+  ignoring case), both matched in linear time over the message's first characters (``gateway.offer_rules``);
 - it can be declared in the provider's format (a schema the format cannot express leaves it out).
 
 Scope decides the side: ``client`` tools, and ``all`` tools when the request asks ``gateway.side: client``, are
@@ -17,17 +18,16 @@ the caller's to run.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..catalog import Catalog, Tool
 from ..definitions import Scope
-from ..errors import BadRequest
 from ..formats import render_tools
+from ..offer_rules import rule_holds, rule_patterns
 from .config import ChatConfig
-from .request import ChatRequest
+from .request import ChatRequest, InvalidRequest
 
 log = logging.getLogger("gateway.loop")
 
@@ -79,7 +79,7 @@ def choose_tools(catalog: Catalog, request: ChatRequest, chat: ChatConfig, tool_
     for spec in request.caller_tools:
         name = spec["function"]["name"]
         if name in rendered:
-            raise BadRequest(f"tools: the function '{name}' has the name of a gateway tool; rename it.")
+            raise InvalidRequest(f"tools: the function '{name}' has the name of a gateway tool; rename it.", "tools")
         caller_tools[name] = caller_tool(spec)
     offer = Offer(rendered, caller_tools)
     _check_choice(request.tool_choice, offer)
@@ -91,19 +91,7 @@ def offered_for(tool: Tool, message: str) -> bool:
     rule = tool.definition.offer
     if not rule:
         return True
-    patterns = tool.memo("offer", lambda: _rule_patterns(rule))
-    return any(pattern.search(message) for pattern in patterns)
-
-
-def _rule_patterns(rule: Mapping[str, Any]) -> list[re.Pattern[str]]:
-    # Either condition may hold. The regex was checked when the YAML was loaded.
-    patterns = []
-    if rule.get("when_message_matches"):
-        patterns.append(re.compile(rule["when_message_matches"]))
-    words = rule.get("when_message_mentions") or []
-    if words:
-        patterns.append(re.compile(r"(?<!\w)(?:" + "|".join(re.escape(w) for w in words) + ")", re.IGNORECASE))
-    return patterns
+    return rule_holds(tool.memo("offer", lambda: rule_patterns(rule)), message)
 
 
 def _allowlist(configured: tuple[str, ...] | None, requested: tuple[str, ...] | None) -> set[str] | None:
@@ -122,5 +110,5 @@ def _check_choice(choice: Any, offer: Offer) -> None:
     if isinstance(choice, Mapping):
         name = choice["function"]["name"]
         if name not in offer.tools and name not in offer.caller_tools:
-            raise BadRequest(f"tool_choice names '{name}', which this request does not offer "
-                             f"(offered: {', '.join(offer.names) or 'none'}).")
+            raise InvalidRequest(f"tool_choice names '{name}', which this request does not offer "
+                                 f"(offered: {', '.join(offer.names) or 'none'}).", "tool_choice")

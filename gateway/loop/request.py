@@ -30,6 +30,16 @@ CONSUMED = frozenset({"model", "messages", "tools", "tool_choice", "stream", "st
 _GATEWAY_KEYS = frozenset({"toolsets", "tags", "tools", "side", "conversation_id"})
 
 
+class InvalidRequest(BadRequest):
+    """A chat request refused as OpenAI refuses one: ``param`` names the field (a JSON path such as
+    ``messages[0].role``), ``code`` is OpenAI's code for the problem where it has one, else None."""
+
+    def __init__(self, message: str, param: str | None = None, code: str | None = None):
+        super().__init__(message)
+        self.param = param
+        self.code = code
+
+
 @dataclass(frozen=True)
 class ChatRequest:
     messages: tuple[dict[str, Any], ...]
@@ -54,40 +64,43 @@ class ChatRequest:
 
 
 def parse_chat_request(body: Any, conversation_header: str | None = None) -> ChatRequest:
-    """Check a request body; ``BadRequest`` names the offending field by its JSON path."""
+    """Check a request body; ``InvalidRequest`` names the offending field by its JSON path."""
     if not isinstance(body, dict):
-        raise BadRequest("The request body must be a JSON object.")
+        raise InvalidRequest("The request body must be a JSON object.")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
-        raise BadRequest("'messages' must be a non-empty array of messages.")
+        raise InvalidRequest("'messages' must be a non-empty array of messages.", "messages",
+                             "missing_required_parameter" if messages is None else None)
     for index, message in enumerate(messages):
         _check_message(index, message)
     if body.get("n") not in (None, 1):
-        raise BadRequest("'n' must be 1: the gateway runs one conversation per request.")
+        raise InvalidRequest("'n' must be 1: the gateway runs one conversation per request.", "n")
     if body.get("functions") is not None or body.get("function_call") is not None:
-        raise BadRequest("'functions' and 'function_call' are deprecated: use 'tools' and 'tool_choice'.")
+        raise InvalidRequest("'functions' and 'function_call' are deprecated: use 'tools' and 'tool_choice'.",
+                             "functions" if body.get("functions") is not None else "function_call")
     model = body.get("model")
     if model is not None and not isinstance(model, str):
-        raise BadRequest("'model' must be a string.")
+        raise InvalidRequest("'model' must be a string.", "model")
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
-        raise BadRequest("'stream' must be true or false.")
+        raise InvalidRequest("'stream' must be true or false.", "stream")
     stream_options = body.get("stream_options") or {}
     extension = body.get("gateway") or {}
     if not isinstance(extension, dict):
-        raise BadRequest("'gateway' must be an object.")
+        raise InvalidRequest("'gateway' must be an object.", "gateway")
     unknown = sorted(set(extension) - _GATEWAY_KEYS)
     if unknown:
-        raise BadRequest(f"gateway: unknown field(s) {', '.join(unknown)} (known: {', '.join(sorted(_GATEWAY_KEYS))})")
+        raise InvalidRequest(f"gateway: unknown field(s) {', '.join(unknown)} (known: "
+                             f"{', '.join(sorted(_GATEWAY_KEYS))})", f"gateway.{unknown[0]}")
     side = extension.get("side", "server")
     if side not in ("server", "client"):
-        raise BadRequest(f"gateway.side: expected 'server' or 'client', got {side!r}")
+        raise InvalidRequest(f"gateway.side: expected 'server' or 'client', got {side!r}", "gateway.side")
     metadata = body.get("metadata") or {}
     if not isinstance(metadata, dict):
-        raise BadRequest("'metadata' must be an object.")
+        raise InvalidRequest("'metadata' must be an object.", "metadata")
     user = body.get("user")
     if user is not None and not isinstance(user, str):
-        raise BadRequest("'user' must be a string.")
+        raise InvalidRequest("'user' must be a string.", "user")
     conversation = extension.get("conversation_id") or conversation_header or metadata.get("conversation_id")
     return ChatRequest(
         messages=tuple(messages),
@@ -110,26 +123,28 @@ def parse_chat_request(body: Any, conversation_header: str | None = None) -> Cha
 def _check_message(index: int, message: Any) -> None:
     where = f"messages[{index}]"
     if not isinstance(message, dict):
-        raise BadRequest(f"{where}: expected an object with 'role' and 'content'.")
+        raise InvalidRequest(f"{where}: expected an object with 'role' and 'content'.", where)
     role = message.get("role")
     if role not in ROLES:
-        raise BadRequest(f"{where}.role: expected one of {', '.join(sorted(ROLES))}, got {role!r}")
+        raise InvalidRequest(f"{where}.role: expected one of {', '.join(sorted(ROLES))}, got {role!r}", f"{where}.role")
     content = message.get("content")
     if content is not None and not isinstance(content, (str, list)):
-        raise BadRequest(f"{where}.content: expected a string or an array of content parts.")
+        raise InvalidRequest(f"{where}.content: expected a string or an array of content parts.", f"{where}.content")
     if role == "tool" and not isinstance(message.get("tool_call_id"), str):
-        raise BadRequest(f"{where}: a tool message needs 'tool_call_id', the id of the call it answers.")
+        raise InvalidRequest(f"{where}: a tool message needs 'tool_call_id', the id of the call it answers.",
+                             f"{where}.tool_call_id")
     calls = message.get("tool_calls")
     if calls is None:
         return
     if role != "assistant" or not isinstance(calls, list):
-        raise BadRequest(f"{where}.tool_calls: only an assistant message carries tool_calls, as an array.")
+        raise InvalidRequest(f"{where}.tool_calls: only an assistant message carries tool_calls, as an array.",
+                             f"{where}.tool_calls")
     for position, call in enumerate(calls):
         function = call.get("function") if isinstance(call, dict) else None
         if not isinstance(call.get("id") if isinstance(call, dict) else None, str) or not isinstance(function, dict) \
                 or not isinstance(function.get("name"), str):
-            raise BadRequest(f"{where}.tool_calls[{position}]: expected {{id, type: function, function: {{name, "
-                             "arguments}}}}.")
+            raise InvalidRequest(f"{where}.tool_calls[{position}]: expected {{id, type: function, function: "
+                                 "{{name, arguments}}}}.", f"{where}.tool_calls[{position}]")
 
 
 def _tool_choice(choice: Any) -> Any:
@@ -138,19 +153,21 @@ def _tool_choice(choice: Any) -> Any:
     if isinstance(choice, dict) and choice.get("type") == "function" \
             and isinstance((choice.get("function") or {}).get("name"), str):
         return choice
-    raise BadRequest("'tool_choice' must be 'auto', 'required', 'none' or {type: function, function: {name}}.")
+    raise InvalidRequest("'tool_choice' must be 'auto', 'required', 'none' or {type: function, function: {name}}.",
+                         "tool_choice")
 
 
 def _caller_tools(tools: Any) -> list[dict[str, Any]]:
     if tools is None:
         return []
     if not isinstance(tools, list):
-        raise BadRequest("'tools' must be an array of {type: function, function: {...}}.")
+        raise InvalidRequest("'tools' must be an array of {type: function, function: {...}}.", "tools")
     for index, tool in enumerate(tools):
         function = tool.get("function") if isinstance(tool, dict) else None
         if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(function, dict) \
                 or not isinstance(function.get("name"), str):
-            raise BadRequest(f"tools[{index}]: expected {{type: function, function: {{name, description, parameters}}}}.")
+            raise InvalidRequest(f"tools[{index}]: expected {{type: function, function: {{name, description, "
+                                 "parameters}}}}.", f"tools[{index}]")
     return tools
 
 
@@ -158,5 +175,5 @@ def _names(where: str, value: Any) -> tuple[str, ...] | None:
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise BadRequest(f"{where}: expected an array of strings.")
+        raise InvalidRequest(f"{where}: expected an array of strings.", where)
     return tuple(value)

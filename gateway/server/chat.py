@@ -11,9 +11,9 @@ Streaming (``"stream": true``) sends ``chat.completion.chunk`` events: the text 
 each round of tools a chunk with no choices and that round's ``tool_executions``, handed-back ``tool_calls``,
 the finish reason, the usage when ``stream_options.include_usage`` is set, then ``[DONE]``.
 
-Errors use OpenAI's shape, ``{"error": {"message", "type", "code"}}``, so OpenAI clients report them:
-400/401/403/413 for the request, 502 when the LLM provider fails (504 when it times out), 503 with no provider
-configured. A failure after a stream started arrives as one ``{"error": ...}`` event.
+Errors use OpenAI's shape and vocabulary, ``{"error": {"message", "type", "param", "code"}}``, so OpenAI clients
+raise their usual exception (by status) and read the usual ``code``; see ``openai_error``. A failure after a
+stream started arrives as one ``{"error": ...}`` event.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from ..errors import GatewayError
+from ..errors import GatewayError, Unauthorized
 from ..loop import ChatLoop, Executed, Finished, TextDelta, load_loop_config, parse_chat_request
 from ..loop.loop import Event
 from ..runtime import Gateway
@@ -39,9 +39,16 @@ from .bodies import parse_json, read_body
 from .errors import dumps, internal_error
 
 log = logging.getLogger("gateway.server")
-ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-               404: "not_found_error", 413: "invalid_request_error", 502: "provider_error", 503: "unavailable",
-               504: "provider_timeout"}
+# OpenAI's error types, as its API sends them (the documented Error object is {message, type, param, code} with
+# code and param string-or-null: OpenAI OpenAPI spec 2.3.0, components.schemas.Error; the values below are
+# those of OpenAI's own answers, e.g. 401 {"type": "invalid_request_error", "code": "invalid_api_key"}, 404
+# {"type": "invalid_request_error", "code": "model_not_found"}, a missing key 401 with "code": null, 429
+# {"type": "requests", "code": "rate_limit_exceeded"}, 5xx "server_error"; see platform.openai.com/docs/guides/
+# error-codes). Every client error is an invalid_request_error; the SDKs pick their exception class by status.
+CLIENT_ERROR = "invalid_request_error"
+SERVER_ERROR = "server_error"
+STATUS_TYPES = {429: "requests"}
+STATUS_CODES = {429: "rate_limit_exceeded"}
 
 
 def routes(gateway: Gateway, loop: ChatLoop | None = None) -> list[Route]:
@@ -77,7 +84,7 @@ class ChatEndpoint:
             # Wait for the first event before answering, so a provider that is down still gets an HTTP status.
             first = await anext(events)
         except GatewayError as exc:
-            return error_response(exc)
+            return error_response(exc, request)
         except Exception as exc:  # noqa: BLE001 -- any bug becomes a logged 500 with a reference, never a traceback
             return Response(dumps({"error": _server_error(internal_error(request, exc))}), 500,
                             media_type="application/json")
@@ -85,12 +92,15 @@ class ChatEndpoint:
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     async def models(self, request: Request) -> Response:
+        """Every name ``model`` accepts (see ``gateway.loop.models``), each owned by the provider it selects."""
         try:
             authenticate(self.gateway.settings, request.headers, request.client.host if request.client else None)
         except GatewayError as exc:
-            return error_response(exc)
-        data = [{"id": name, "object": "model", "created": 0, "owned_by": f"tool-gateway ({p.config.kind})"}
-                for name, p in self.loop.providers.items()]
+            return error_response(exc, request)
+        kinds = {name: provider.config.kind for name, provider in self.loop.providers.items()}
+        data = [{"id": name, "object": "model", "created": 0,
+                 "owned_by": f"tool-gateway ({kinds[provider]} provider '{provider}')"}
+                for name, provider in self.loop.models.listing()]
         return Response(dumps({"object": "list", "data": data}), media_type="application/json")
 
 
@@ -129,7 +139,7 @@ class Completion:
                     for chunk in self.render(event):
                         yield chunk
         except GatewayError as exc:
-            yield _event({"error": _error_body(exc)})
+            yield _event({"error": openai_error(exc)})
             return
         except Exception as exc:  # noqa: BLE001 -- logged with its traceback by internal_error
             yield _event({"error": _server_error(internal_error(request, exc))})
@@ -161,19 +171,27 @@ class Completion:
                        "model": self.model, "choices": choices, **extra})
 
 
-def error_response(exc: GatewayError) -> Response:
+def error_response(exc: GatewayError, request: Request) -> Response:
     if exc.status >= 500:  # the provider failing, or none configured: the admin should hear of it
         log.warning("chat request failed: %s", exc)
-    return Response(dumps({"error": _error_body(exc)}), exc.status, media_type="application/json",
+    error = openai_error(exc)
+    if isinstance(exc, Unauthorized) and request.headers.get("authorization"):
+        error["code"] = "invalid_api_key"  # OpenAI's code for a wrong key; a missing one has none
+    return Response(dumps({"error": error}), exc.status, media_type="application/json",
                     headers={"WWW-Authenticate": "Bearer"} if exc.status == 401 else None)
 
 
+def openai_error(exc: GatewayError) -> dict[str, Any]:
+    """OpenAI's error object for ``exc``. The loop's errors carry OpenAI's ``code`` and ``param`` where OpenAI
+    has them (``InvalidRequest``, ``UnknownModel``) or the gateway's own code (provider failures); the others
+    get the code OpenAI gives their status, or null."""
+    kind = STATUS_TYPES.get(exc.status, CLIENT_ERROR if exc.status < 500 else SERVER_ERROR)
+    return {"message": str(exc), "type": kind, "param": getattr(exc, "param", None),
+            "code": getattr(exc, "code", None) or STATUS_CODES.get(exc.status)}
+
+
 def _server_error(message: str) -> dict[str, Any]:
-    return {"message": message, "type": "server_error", "code": None}
-
-
-def _error_body(exc: GatewayError) -> dict[str, Any]:
-    return {"message": str(exc), "type": ERROR_TYPES.get(exc.status, "server_error"), "code": exc.status}
+    return {"message": message, "type": SERVER_ERROR, "param": None, "code": None}
 
 
 def _event(data: dict[str, Any]) -> bytes:

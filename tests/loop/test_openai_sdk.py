@@ -86,7 +86,7 @@ def test_sdk_runs_handed_back_client_tools_and_resumes(client, llm, stream):
 
 def test_sdk_reports_our_errors(client, llm):
     """Request errors and provider failures raise the SDK's exceptions with our message."""
-    with pytest.raises(openai.BadRequestError, match="Unknown model 'gpt-4o'"):
+    with pytest.raises(openai.NotFoundError, match="Unknown model 'gpt-4o'"):
         client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}])
     llm.answer(*[Status(500, message="upstream exploded")] * 3)  # the first try and two retries
     with pytest.raises(openai.APIStatusError, match="upstream exploded") as caught:
@@ -103,7 +103,7 @@ def test_the_served_app_mounts_the_chat_routes(servers, llm, defs, monkeypatch):
     try:
         llm.answer(Reply(tool_calls=[("call_1", "sum", {"a": 1, "b": 2})]), Reply(content="3"))
         with openai.OpenAI(base_url=url + "/v1", api_key="k-app", max_retries=0) as sdk:
-            assert [m.id for m in sdk.models.list()] == ["default"]
+            assert [m.id for m in sdk.models.list()] == ["default", "fake-gpt"]
             completion = sdk.chat.completions.create(model="default", messages=[{"role": "user", "content": "1+2"}])
         assert completion.choices[0].message.content == "3"
         assert sorted(t["function"]["name"] for t in llm.requests[0].body["tools"]) == ["square_root", "sum"]

@@ -36,10 +36,12 @@ class ProviderError(GatewayError):
     """The LLM provider failed or refused; raised after retries. The message never holds a credential."""
 
     status = 502
+    code = "provider_error"  # the gateway's own codes: OpenAI has none for an upstream LLM failing
 
 
 class ProviderTimeout(ProviderError):
     status = 504
+    code = "provider_timeout"
 
 
 @dataclass(frozen=True)
