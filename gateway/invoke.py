@@ -21,14 +21,15 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from jsonschema import ValidationError
-from jsonschema.exceptions import best_match
+from jsonschema.exceptions import relevance
 
+from .argerrors import MAX_ARGUMENT_DEPTH, deeper_than, describe, describe_errors
 from .catalog import Catalog, Tool
 from .context import CallContext
 from .definitions import Scope
 from .errors import ArgumentsInvalid, ToolError, ToolTimeout
 from .schemas import json_type
+from .surrogates import LONE, replace_lone, scrub
 
 log = logging.getLogger("gateway.invoke")
 TRUNCATION_MARK = "\n…[truncated: {omitted} more characters]"
@@ -92,41 +93,15 @@ def _single_parameter(tool: Tool) -> str | None:
 
 
 def validate_arguments(tool: Tool, arguments: dict[str, Any]) -> None:
+    if deeper_than(arguments, MAX_ARGUMENT_DEPTH):
+        raise ArgumentsInvalid(f"Invalid arguments for tool '{tool.id}': objects and arrays are nested more than "
+                               f"{MAX_ARGUMENT_DEPTH} levels deep (the limit is {MAX_ARGUMENT_DEPTH}).")
     if tool.fast_check is not None and tool.fast_check(arguments):
         return
     errors = sorted(tool.validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
     if errors:
-        lines = [describe_error(e) for e in _leaves(errors)][:10]
+        lines = describe_errors(errors, tool.input_schema)[:10]
         raise ArgumentsInvalid(f"Invalid arguments for tool '{tool.id}':\n" + "\n".join(f"- {line}" for line in lines))
-
-
-def _leaves(errors: list[ValidationError]) -> list[ValidationError]:
-    # For anyOf/oneOf the most relevant sub-error says more than "is not valid under any of the given schemas".
-    return [best_match([e]) if e.context else e for e in errors]
-
-
-def describe_error(error: ValidationError) -> str:
-    """``at $.lights[0].brightness: expected one of 'low', 'medium', 'high', got 'very'`` — path, expectation, value."""
-    path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-    got = _excerpt(error.instance)
-    validator, expected = error.validator, error.validator_value
-    if validator == "required":
-        return f"at {path}: missing required property {error.message.split(' is a required')[0]}"
-    if validator == "additionalProperties":
-        allowed = ", ".join(error.schema.get("properties", {})) or "none"
-        extra = ", ".join(repr(k) for k in error.instance if k not in error.schema.get("properties", {}))
-        return f"at {path}: unexpected property {extra} (allowed: {allowed})"
-    if validator == "type":
-        wanted = " or ".join(expected) if isinstance(expected, list) else expected
-        return f"at {path}: expected {wanted}, got {json_type(error.instance)} {got}"
-    if validator == "enum":
-        return f"at {path}: expected one of {', '.join(json.dumps(v) for v in expected)}, got {got}"
-    return f"at {path}: {error.message}"
-
-
-def _excerpt(value: Any, limit: int = 80) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def json_value(value: Any) -> Any:
@@ -167,7 +142,11 @@ async def invoke(catalog: Catalog, tool_id: str, raw_arguments: Any = None,
         result = normalise(tool, value, side, settings.max_result_chars)
     except ToolError as exc:
         result = error_result(tool.id, str(exc), side)
-    except Exception as exc:  # the tool's own bug: log its internals, tell the LLM only that it failed
+    except asyncio.CancelledError:  # the caller went away: the call ends with it
+        raise
+    # The tool's own bug: log its internals, tell the LLM only that it failed. BaseException: an executor's
+    # SystemExit, KeyboardInterrupt or GeneratorExit is a tool failure too, never the server's exit.
+    except BaseException as exc:
         reference = uuid.uuid4().hex[:8]
         log.exception("tool %s failed [ref %s]", tool.id, reference)
         message = f"Tool '{tool.id}' failed with an internal error ({type(exc).__name__}); ref {reference}."
@@ -189,6 +168,7 @@ def _call_slots(limit: int) -> asyncio.Semaphore:
 
 
 def error_result(tool_id: str, message: str, side: str = "server") -> ToolResult:
+    message = replace_lone(message)  # an upstream's error text may hold what no client can decode
     return ToolResult(tool=tool_id, is_error=True, value=None, text=message, error=message, side=side)
 
 
@@ -198,14 +178,17 @@ def normalise(tool: Tool, value: Any, side: str, max_chars: int) -> ToolResult:
         value = to_json(value)
     except TypeError as exc:
         raise ToolError(f"Tool '{tool.id}' returned a value that is not JSON: {exc}") from None
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if not text.isascii() and LONE.search(text):
+        # Lone surrogates (a tool's bad str, an upstream's "\\ud800") cannot be encoded to any client: U+FFFD.
+        value, text = scrub(value), replace_lone(text)
     structured = False
     if tool.output_validator is not None:
         errors = list(tool.output_validator.iter_errors(value))
         if errors:
-            detail = describe_error(best_match(errors))
+            detail = describe(max(errors, key=relevance), tool.output_validator.schema)[0]
             raise ToolError(f"Tool '{tool.id}' returned a result that does not match its output schema: {detail}")
         structured = True
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     truncated = len(text) > max_chars
     if truncated:
         text = text[:max_chars] + TRUNCATION_MARK.format(omitted=len(text) - max_chars)
