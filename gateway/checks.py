@@ -7,7 +7,6 @@ ids unique across files). Binding-specific checks (imports, templates, scripts) 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -15,6 +14,7 @@ from jsonschema import ValidationError
 
 from .bindings import SERVER_BINDINGS
 from .errors import Problem
+from .offer_rules import compile_pattern
 from .schemas import definitions_validator, json_type, metaschema_errors, remote_refs
 
 if TYPE_CHECKING:
@@ -88,9 +88,9 @@ def check_tool(tool: ToolDefinition) -> list[Problem]:
     problems += _check_scope(tool)
     if tool.offer and isinstance(tool.offer.get("when_message_matches"), str):
         try:
-            re.compile(tool.offer["when_message_matches"])
-        except re.error as exc:
-            problems.append(tool.problem(["offer", "when_message_matches"], f"invalid regular expression: {exc}"))
+            compile_pattern(tool.offer["when_message_matches"])
+        except ValueError as exc:
+            problems.append(tool.problem(["offer", "when_message_matches"], str(exc)))
     return problems
 
 
