@@ -6,13 +6,11 @@ Only trusted code is imported: modules in ``<definitions>/python/`` and packages
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import importlib
 import inspect
 import sys
 import threading
-import traceback
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -22,6 +20,7 @@ from ..context import CONTEXT_PARAMETERS, CallContext
 from ..definitions import ToolDefinition
 from ..signature import SchemaDerivationError, coerce, parameters, schema_for_function, type_hints
 from . import PYTHON_DIR, BindingProblems, Bound, BuildEnv
+from .imports import import_within
 from .workers import call_async, call_sync
 
 _lock = threading.Lock()
@@ -90,15 +89,9 @@ def _import_trusted(module_name: str, python_dir: Path, env: BuildEnv) -> Module
                 f"add its package to allowed_packages (allowed packages: {allowed})")
     if local:
         refresh_local_modules(python_dir, env.python_digest)
-    try:
-        module = importlib.import_module(module_name)
-    except SyntaxError as exc:
-        where = f"{Path(exc.filename or '?').name}:{exc.lineno}:{exc.offset}"
-        return f"cannot import module '{module_name}': syntax error at {where}: {exc.msg}"
-    except Exception as exc:  # an import runs arbitrary module code; any failure is the admin's to fix
-        last = traceback.extract_tb(exc.__traceback__)[-1:] or None
-        where = f" ({Path(last[0].filename).name}:{last[0].lineno})" if last else ""
-        return f"cannot import module '{module_name}': {type(exc).__name__}: {exc}{where}"
+    module = import_within(module_name, env.python_digest if local else None, env.settings.import_timeout_s)
+    if isinstance(module, str):
+        return module
     if local and not Path(getattr(module, "__file__", None) or "/").resolve().is_relative_to(python_dir):
         return (f"module '{module_name}' in {PYTHON_DIR}/ has the name of an installed module "
                 f"({getattr(module, '__file__', None) or 'built in'}); rename it")

@@ -157,3 +157,29 @@ async def test_timed_out_sync_call_keeps_its_tool_slot_until_its_thread_ends(iso
     module.gate.set()
     fourth = await invoke(catalog, "block")
     assert fourth.value == "unblocked" and module.started == 3
+
+
+async def test_reload_reports_modules_that_exit_interrupt_or_hang_at_import(isolation_defs, start_server):
+    """A reload whose python/ modules exit, interrupt or hang at import answers 422 with a problem at each
+    binding within import_timeout_s, the server keeps serving, and a reload after the fix succeeds."""
+    served = start_server(isolation_defs, import_timeout_s=1)
+    bad = {"srv_exits": "import sys\nsys.exit(3)\n", "srv_interrupts": "raise KeyboardInterrupt\n",
+           "srv_hangs": "import time\ntime.sleep(3600)\n"}
+    for name, text in bad.items():
+        (isolation_defs / "python" / f"{name}.py").write_text(text)
+    extra = [{"id": name, "name": name, "user_description": "u", "ai_description": "a",
+              "binding": {"python": f"{name}:f"}} for name in bad]
+    (isolation_defs / "extra.yaml").write_text(yaml.safe_dump({"tools": extra}))
+    async with httpx.AsyncClient(base_url=served.url, timeout=60) as http:
+        failed = await http.post("/admin/reload")
+        still = await http.post("/tools/hello/call", json={})
+        for name in bad:
+            (isolation_defs / "python" / f"{name}.py").write_text("def f() -> str:\n    return 'fixed'\n")
+        fixed = await http.post("/admin/reload")
+        called = await http.post("/tools/srv_hangs/call", json={})
+    assert failed.status_code == 422, failed.text
+    problems = [p["text"] for p in failed.json()["problems"]]
+    assert len(problems) == 3 and all(p.startswith("extra.yaml:") for p in problems), problems
+    assert still.json()["result"] == "hello"
+    assert fixed.status_code == 200, fixed.text
+    assert called.json()["result"] == "fixed"

@@ -1,0 +1,84 @@
+"""Importing a python/ module runs admin code: exits, interrupts and hangs at import are problems at the binding,
+reported with every other problem, within ``import_timeout_s``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+from support import catalog_for
+
+from gateway.errors import DefinitionsInvalid
+
+LIMIT = 1.0  # import_timeout_s in these tests
+BAD_MODULES = {
+    "exits": "import sys\nsys.exit(3)\n",
+    "interrupts": "raise KeyboardInterrupt\n",
+    "hangs": "import time\ntime.sleep(3600)\n",
+}
+
+
+def _tools(*targets: str) -> str:
+    tools = [{"id": f"t{i}", "name": "T", "user_description": "u", "ai_description": "a",
+              "binding": {"python": target}} for i, target in enumerate(targets)]
+    return yaml.safe_dump({"tools": tools}, sort_keys=False)
+
+
+def _bad_definitions(write_definitions, prefix: str):
+    """One tool per bad module (names unique to the test: a hung import keeps its module's import lock), two
+    tools naming the same bad module, and an unrelated problem (a module that does not exist)."""
+    files = {f"python/{prefix}_{name}.py": text for name, text in BAD_MODULES.items()}
+    targets = [f"{prefix}_{name}:f" for name in BAD_MODULES] + [f"{prefix}_exits:g", f"{prefix}_missing:f"]
+    files["tools.yaml"] = _tools(*targets)
+    return write_definitions(files)
+
+
+async def _build(root, **settings):
+    """Build in a thread, failing the test rather than hanging it if the build never returns."""
+    return await asyncio.wait_for(asyncio.to_thread(catalog_for, root, import_timeout_s=LIMIT, **settings), 60)
+
+
+async def test_exit_interrupt_and_hang_at_import_are_problems_at_each_binding(write_definitions):
+    """sys.exit(3), KeyboardInterrupt and a sleep at import are each a problem at the file:line:col of every
+    binding naming the module, and the other problems of the directory are reported with them."""
+    root = _bad_definitions(write_definitions, "imp1")
+    with pytest.raises(DefinitionsInvalid) as raised:
+        await _build(root)
+    problems = [str(p) for p in raised.value.problems]
+    assert len(problems) == 5, problems
+    assert all(re.match(r"tools\.yaml:\d+:\d+: ", p) for p in problems), problems
+    exits = [p for p in problems if "imp1_exits" in p]
+    assert len(exits) == 2 and all("SystemExit" in p and "3" in p for p in exits), exits
+    assert any("imp1_interrupts" in p and "KeyboardInterrupt" in p for p in problems), problems
+    assert any("imp1_hangs" in p and f"did not finish within {LIMIT:g} s" in p for p in problems), problems
+    assert any("imp1_missing" in p for p in problems), problems
+
+
+def test_cli_validate_reports_bad_imports_and_exits_1(write_definitions):
+    """`tool-gateway validate` prints every problem, bad imports included, and exits 1 (not 3, and never hangs)."""
+    root = _bad_definitions(write_definitions, "imp2")
+    env = {**os.environ, "TOOL_GATEWAY_IMPORT_TIMEOUT_S": str(LIMIT)}
+    done = subprocess.run([sys.executable, "-m", "gateway", "validate", str(root)], capture_output=True, text=True,
+                          timeout=60, env=env)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    for name in ("imp2_exits", "imp2_interrupts", "imp2_hangs", "imp2_missing"):
+        assert name in output, output
+
+
+async def test_module_hung_at_import_is_a_problem_again_and_imports_once_fixed(write_definitions):
+    """A second build naming a module whose first import still hangs answers with the problem again instead of
+    waiting for the stuck import; once the module's content is fixed it imports and its tool runs."""
+    root = write_definitions({"python/imp3_hangs.py": BAD_MODULES["hangs"], "tools.yaml": _tools("imp3_hangs:f")})
+    for _ in range(2):
+        with pytest.raises(DefinitionsInvalid, match=f"did not finish within {LIMIT:g} s"):
+            await _build(root)
+    (root / "python" / "imp3_hangs.py").write_text("def f() -> str:\n    return 'fixed'\n")
+    catalog = await _build(root)
+    from gateway.invoke import invoke
+    assert (await invoke(catalog, "t0")).value == "fixed"
