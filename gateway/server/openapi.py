@@ -57,7 +57,7 @@ ERROR_MEANINGS = {
     400: "The request is malformed (body not JSON, not UTF-8, duplicate keys, an unknown query value, ...).",
     401: "Missing or invalid API key (auth on).",
     403: "The key may not do this, or the request's Origin is not allowed.",
-    404: "No such tool, or one the key may not use (the answer is the same).",
+    404: "No such tool (or one the key may not use: the answer is the same), or no such model.",
     413: "The request body is over max_body_bytes.",
     421: "With auth off, a Host that is not a loopback name.",
     502: "The LLM provider failed.",
@@ -136,7 +136,7 @@ def _paths(settings: Settings) -> dict[str, Any]:
                         "content": {JSON: {"schema": _ref("ChatCompletion")},
                                     "text/event-stream": {"schema": {"type": "string"}}}},
                 # The Origin guard answers before the endpoint, in the REST shape.
-                **_errors(400, *auth, 413, 502, 503, 504, shape="ChatError"), **_errors(*GUARDED)}}},
+                **_errors(400, *auth, 404, 413, 502, 503, 504, shape="ChatError"), **_errors(*GUARDED)}}},
         "/v1/models": {"get": {
             "summary": "The configured LLM providers", "operationId": "listModels",
             "responses": {"200": _json(_ref("ModelList"), "One entry per provider."),
@@ -159,13 +159,16 @@ def _schemas() -> dict[str, Any]:
             "status": {"type": "integer", "description": "The HTTP status again."},
             "tool": {"type": "string", "description": "404: the tool id asked for."},
             "did_you_mean": {**strings, "description": "404: close matches among the caller's tools."}}},
+        # OpenAI's error object: code and param are strings or null.
         "ChatError": {"type": "object", "required": ["error"], "properties": {"error": {
-            "type": "object", "required": ["message", "type", "code"],
-            "properties": {"message": string, "type": string, "code": {"type": ["integer", "null"]}}}}},
+            "type": "object", "required": ["message", "type", "param", "code"],
+            "properties": {"message": string, "type": string, "param": {"type": ["string", "null"]},
+                           "code": {"type": ["string", "null"]}}}}},
         "Health": {"type": "object", "required": ["status"], "properties": {"status": {"const": "ok"}}},
         "Status": {"type": "object", "required": ["status", "version", "tools", "last_reload_ok"], "properties": {
             "status": {"const": "ok"}, "version": string, "tools": integer, "last_reload_ok": boolean,
-            "definitions": {**string, "description": "Admins only."}, "auth": {**boolean, "description": "Admins only."},
+            "definitions": {**string, "description": "Admins only."},
+            "auth": {**boolean, "description": "Admins only."},
             "last_reload": {**_ref("ReloadOutcome"), "description": "Admins only."}}},
         "ReloadOutcome": {"type": "object", "required": ["ok", "changed", "version", "problems", "warnings"],
                           "properties": {"ok": boolean, "changed": boolean, "version": string,
