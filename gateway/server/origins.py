@@ -68,7 +68,8 @@ class OriginGuard:
                                               "the gateway answers to localhost only.")(scope, receive, send)
                     return
             origin = headers.get("origin")
-            if origin and origin not in self.allowed and origin not in served_at(scope.get("server")):
+            server = scope.get("server")
+            if origin and origin not in self.allowed and origin not in served_at(tuple(server) if server else None):
                 await error_response(403, f"Origin '{origin}' is not allowed; add it to the allowed_origins "
                                           "setting.")(scope, receive, send)
                 return

@@ -117,6 +117,7 @@ def test_a_pattern_too_large_to_match_quickly_is_a_load_problem(tmp_path):
 def test_rules_see_the_first_characters_of_the_message_only(tmp_path):
     """A rule looks at the first MAX_MATCHED_CHARS characters of the message: a mention past them does not count,
     which keeps the cost of a rule bounded whatever the message's length."""
-    tool = catalog_for(write_definitions(tmp_path / "defs", ("ruled", "{when_message_mentions: [booking]}"))).tools["ruled"]
+    defs = write_definitions(tmp_path / "defs", ("ruled", "{when_message_mentions: [booking]}"))
+    tool = catalog_for(defs).tools["ruled"]
     assert offered_for(tool, "x" * (MAX_MATCHED_CHARS - 8) + " booking") is True
     assert offered_for(tool, "x" * MAX_MATCHED_CHARS + " booking") is False

@@ -33,6 +33,12 @@ def surfaces(key: str | None) -> list[tuple[str, str, dict]]:
     ]
 
 
+async def request(method: str, url: str, **keywords) -> httpx.Response:
+    """One request from an async test (which must not block its event loop)."""
+    async with httpx.AsyncClient(timeout=30) as client:
+        return await client.request(method, url, **keywords)
+
+
 def bridge_url(server: RunningServer) -> str:
     return server.url.replace("http://", "ws://") + "/client/bridge"
 
@@ -77,11 +83,11 @@ async def test_the_gateways_own_pages_are_allowed_by_the_address_it_serves_at(ke
         own = f"http://{name}:{port_of(keyed)}"
         async with connect(bridge_url(keyed), origin=own, open_timeout=10) as socket:
             assert '"type":"session"' in await socket.recv()
-        listing = httpx.get(f"{keyed.url}/tools", headers={"Origin": own, "Host": EVIL,
-                                                           "Authorization": f"Bearer {ADMIN_KEY}"})
+        listing = await request("GET", f"{keyed.url}/tools", headers={"Origin": own, "Host": EVIL,
+                                                                       "Authorization": f"Bearer {ADMIN_KEY}"})
         assert listing.status_code == 200, own
     for other_port in (f"http://127.0.0.1:{port_of(keyed) + 1}", f"https://localhost:{port_of(keyed) + 1}"):
-        assert httpx.get(f"{keyed.url}/tools", headers={"Origin": other_port}).status_code == 403, other_port
+        assert (await request("GET", f"{keyed.url}/tools", headers={"Origin": other_port})).status_code == 403
 
 
 async def test_auth_off_still_refuses_a_non_loopback_host(start_server, shared_examples: Path):
@@ -92,7 +98,7 @@ async def test_auth_off_still_refuses_a_non_loopback_host(start_server, shared_e
                            origin=f"http://{EVIL}", open_timeout=10):
             pass
     assert refused.value.response.status_code == 421
-    assert httpx.get(f"{served.url}/tools", headers={"Host": EVIL}).status_code == 421
+    assert (await request("GET", f"{served.url}/tools", headers={"Host": EVIL})).status_code == 421
 
 
 async def test_a_written_allowed_origins_list_is_exact_with_auth_off(start_server, shared_examples: Path):
@@ -100,14 +106,15 @@ async def test_a_written_allowed_origins_list_is_exact_with_auth_off(start_serve
     refused on every surface (and gets no CORS answer); the listed origin and the gateway's own pages pass."""
     served = start_server(shared_examples, allowed_origins=("http://127.0.0.1:5500",))
     for method, path, keywords in surfaces(None):
-        refused = httpx.request(method, f"{served.url}{path}",
-                                **(keywords | {"headers": keywords.get("headers", {}) | {"Origin": "http://localhost:5500"}}))
+        headers = keywords.get("headers", {}) | {"Origin": "http://localhost:5500"}
+        refused = await request(method, f"{served.url}{path}", **(keywords | {"headers": headers}))
         assert refused.status_code == 403, (method, path)
     with pytest.raises(InvalidStatus) as bridge:
         async with connect(bridge_url(served), origin="http://localhost:5500", open_timeout=10):
             pass
     assert bridge.value.response.status_code == 403
-    listed = httpx.options(f"{served.url}/tools/sum/call", headers=PREFLIGHT | {"Origin": "http://127.0.0.1:5500"})
+    listed = await request("OPTIONS", f"{served.url}/tools/sum/call",
+                           headers=PREFLIGHT | {"Origin": "http://127.0.0.1:5500"})
     assert listed.headers["access-control-allow-origin"] == "http://127.0.0.1:5500"
     async with connect(bridge_url(served), origin=f"http://127.0.0.1:{port_of(served)}", open_timeout=10) as socket:
         assert '"type":"session"' in await socket.recv()
@@ -118,8 +125,8 @@ async def test_with_an_empty_list_and_auth_off_loopback_pages_pass(start_server,
     including the bridge, and gets CORS answers."""
     served = start_server(shared_examples)
     for origin in ("http://localhost:5500", "http://127.0.0.1:3000", "http://[::1]:8080"):
-        preflight = httpx.options(f"{served.url}/tools/sum/call", headers=PREFLIGHT | {"Origin": origin})
+        preflight = await request("OPTIONS", f"{served.url}/tools/sum/call", headers=PREFLIGHT | {"Origin": origin})
         assert preflight.headers.get("access-control-allow-origin") == origin
         async with connect(bridge_url(served), origin=origin, open_timeout=10) as socket:
             assert '"type":"session"' in await socket.recv()
-    assert httpx.get(f"{served.url}/tools", headers={"Origin": "http://evil.example"}).status_code == 403
+    assert (await request("GET", f"{served.url}/tools", headers={"Origin": "http://evil.example"})).status_code == 403
