@@ -65,7 +65,8 @@ class Settings:
     max_result_chars: int = 100_000
     max_body_bytes: int = 1_048_576
     max_concurrent_calls: int = 64
-    # Origins allowed for browsers (CORS, the browser runtime, MCP Origin validation); empty = same origin only.
+    # Origins browsers may use every surface from: exact once written; empty means loopback pages while auth is
+    # off. The address the gateway serves at is always allowed (server/origins.py).
     allowed_origins: tuple[str, ...] = ()
     # Live browser-bridge sessions one client address may hold (behind a reverse proxy: all pages share one).
     bridge_sessions_per_client: int = 20

@@ -50,9 +50,9 @@ async def test_client_tool_that_throws_reaches_the_model_as_an_error_result(llm,
 
 
 async def test_chat_error_from_the_gateway_rejects_with_its_message(llm, app_page: Page):
-    """When the gateway answers an error (here the LLM failing), the chat helper rejects with the gateway's message."""
+    """When the gateway answers an error (here an unknown model), the chat helper rejects with the gateway's message."""
     error = await app_page.evaluate("""() => GatewayTools.chat([{role: "user", content: "hi"}], {model: "nope"})
                                               .then(() => null, e => e.message)""")
 
-    assert error.startswith("The gateway answered 400: ")
+    assert error.startswith("The gateway answered 404: ")
     assert llm.requests == []

@@ -277,13 +277,13 @@ def test_bad_requests_do_not_take_the_server_down(client, server):
     assert client.post("/tools/sum/call", json={"a": 2, "b": 2}).json()["result"] == 4.0
 
 
-def test_origins_other_than_loopback_and_allowed_ones_are_refused(start_server, examples_dir: Path):
-    """A browser Origin not allowed gets 403; loopback pages, the configured allowed_origins and requests with no
-    Origin pass. With auth off, a non-loopback Host (DNS rebinding) gets 421."""
+def test_origins_other_than_the_allowed_ones_are_refused(start_server, examples_dir: Path):
+    """A browser Origin not allowed gets 403, a loopback page too once allowed_origins is written; the listed origins
+    and requests with no Origin pass. With auth off, a non-loopback Host (DNS rebinding) gets 421."""
     served = start_server(examples_dir, allowed_origins=("https://app.example.com",))
     with httpx.Client(base_url=served.url) as http:
         assert http.get("/tools", headers={"Origin": "https://evil.example"}).status_code == 403
-        assert http.get("/tools", headers={"Origin": "http://localhost:5173"}).status_code == 200
+        assert http.get("/tools", headers={"Origin": "http://localhost:5173"}).status_code == 403
         assert http.get("/tools", headers={"Origin": "https://app.example.com"}).status_code == 200
         assert http.get("/tools", headers={"Origin": "https://app.example.com:8443"}).status_code == 403
         rebound = http.get("/tools", headers={"Host": "evil.example:8000"})
