@@ -1,26 +1,47 @@
 """Secrets: values from the gateway's environment, named in templates as ``{{ secrets.NAME }}``.
 
+Which variables a template may name is decided when definitions (and the LLM loop's provider settings) load,
+by ``refusal``: never the gateway's own (``TOOL_GATEWAY_*``: its API keys, its settings), and, when the
+``allowed_secrets`` setting lists names, only those.
+
 They are read when a call needs them (so rotating a key needs no reload), and kept out of everything the
-gateway shows: a missing secret is reported by name only, and ``redact`` removes values from text that leaves
-a binding (results, error messages). Log lines of the HTTP libraries (which print request URLs) pass through
-``RedactingFilter``.
+gateway shows: a missing secret is reported by name only, and ``redact`` replaces values in text that leaves
+a binding (results, error messages) in every spelling the gateway, its libraries or a service echoing them
+produce (``forms``): as is, JSON-escaped, percent- or form-encoded, base64 as inside a Basic credential, and
+as Python prints strings and bytes. Every log record of the process (any logger, any handler: the gateway's,
+httpx's, httpcore's, uvicorn's) is redacted when it is created (``logging.setLogRecordFactory``), once a
+secret has been named.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
+import html
+import json
 import logging
 import os
+import re
 import threading
-from collections.abc import Collection, Mapping
-from typing import Any
-from urllib.parse import quote
+from collections.abc import Collection, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, quote_plus
+
+if TYPE_CHECKING:
+    from .settings import Settings
 
 # Shorter values would blank out ordinary words; such a value is no secret anyway.
 MIN_REDACTED_LENGTH = 4
-_REDACTED_LOGGERS = ("httpx", "httpcore")
+# A base64 spelling shorter than this (6 bytes of the secret) would match unrelated base64 too often.
+MIN_BASE64_LENGTH = 8
+GATEWAY_PREFIX = "TOOL_GATEWAY_"  # the gateway's own variables (gateway.settings.ENV_PREFIX)
 _known: set[str] = set()
 _known_lock = threading.Lock()
-_filter_installed = False
+_logging_redacted = False
+_UPPER_HEX = re.compile(r"%[0-9A-F]{2}")
+# Values to redact, by the name shown in their place: a mapping, or (name, value) pairs when one name stands
+# for several values (a secret, and the credential built from it).
+Hidden = Mapping[str, str] | Iterable[tuple[str, str]]
 
 
 class SecretsMissing(LookupError):
@@ -31,6 +52,27 @@ class SecretsMissing(LookupError):
                          "gateway runs")
 
 
+class SecretsRefused(SecretsMissing):
+    def __init__(self, names: Collection[str]):
+        super().__init__(names)
+        message = f"secret(s) {', '.join(self.names)} may not be read: {GATEWAY_PREFIX}* variables are the gateway's own"
+        self.args = (message,)
+
+
+def refusal(name: str, settings: Settings) -> str | None:
+    """Why a template may not read the environment variable ``name`` under ``settings``; None if it may.
+
+    The one rule for every ``{{ secrets.NAME }}``: definitions' templates and the LLM loop's provider keys.
+    """
+    if name.startswith(GATEWAY_PREFIX):
+        return (f"secret '{name}' may not be read: {GATEWAY_PREFIX}* variables are the gateway's own settings "
+                "and keys")
+    allowed = settings.allowed_secrets
+    if allowed and name not in allowed:
+        return f"secret '{name}' is not in the allowed_secrets setting (allowed: {', '.join(sorted(allowed))})"
+    return None
+
+
 def missing(names: Collection[str], environ: Mapping[str, str] | None = None) -> list[str]:
     """The names that have no (or an empty) value in the environment."""
     environ = os.environ if environ is None else environ
@@ -38,9 +80,15 @@ def missing(names: Collection[str], environ: Mapping[str, str] | None = None) ->
 
 
 def resolve(names: Collection[str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The values of ``names``; raises ``SecretsMissing`` naming every one that is not set."""
+    """The values of ``names``; raises ``SecretsMissing`` naming every one that is not set.
+
+    The gateway's own variables are never given out, even to a name that escaped the load-time check.
+    """
     if not names:
         return {}
+    refused = [name for name in names if name.startswith(GATEWAY_PREFIX)]
+    if refused:
+        raise SecretsRefused(refused)
     environ = os.environ if environ is None else environ
     absent = missing(names, environ)
     if absent:
@@ -49,18 +97,47 @@ def resolve(names: Collection[str], environ: Mapping[str, str] | None = None) ->
     return {name: environ[name] for name in names}
 
 
-def redact(text: str, secrets: Mapping[str, str]) -> str:
-    """``text`` with each secret's value (as is, or percent-encoded) replaced by ``[secret NAME]``."""
-    for name, value in secrets.items():
+@functools.lru_cache(maxsize=256)
+def forms(value: str) -> tuple[str, ...]:
+    """Every spelling of ``value`` to redact, longest first (so a spelling containing another goes first)."""
+    found = {value, repr(value)[1:-1], repr(value.encode())[2:-1], html.escape(value), html.escape(value, False)}
+    for ascii_only in (True, False):
+        escaped = json.dumps(value, ensure_ascii=ascii_only)[1:-1]
+        found |= {escaped, escaped.replace("/", "\\/")}
+    for safe in ("", "/", "!'()*"):  # components, paths, JavaScript's encodeURIComponent
+        found |= {quote(value, safe=safe), quote_plus(value, safe=safe)}
+    found |= {_UPPER_HEX.sub(lambda match: match[0].lower(), form) for form in found if "%" in form}
+    found |= _base64_cores(value.encode())
+    return tuple(sorted((form for form in found if len(form) >= MIN_REDACTED_LENGTH), key=len, reverse=True))
+
+
+def _base64_cores(raw: bytes) -> set[str]:
+    """The base64 of ``raw`` as it appears inside the base64 of a longer text (``user:secret`` in a Basic
+    credential): which characters encode the secret alone depends on its offset modulo 3, so one spelling per
+    offset, each without the partial groups at its ends (which mix in neighbouring bytes)."""
+    cores = set()
+    for skip in range(3):
+        body = raw[skip:]
+        body = body[:len(body) - len(body) % 3]
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            core = encode(body).decode("ascii")
+            if len(core) >= MIN_BASE64_LENGTH:
+                cores.add(core)
+    return cores
+
+
+def redact(text: str, secrets: Hidden) -> str:
+    """``text`` with each secret's value, in each of its ``forms``, replaced by ``[secret NAME]``."""
+    for name, value in secrets.items() if isinstance(secrets, Mapping) else secrets:
         if len(value) < MIN_REDACTED_LENGTH:
             continue
-        for form in {value, quote(value, safe=""), quote(value)}:
+        for form in forms(value):
             if form in text:
                 text = text.replace(form, f"[secret {name}]")
     return text
 
 
-def redact_value(value: Any, secrets: Mapping[str, str]) -> Any:
+def redact_value(value: Any, secrets: Hidden) -> Any:
     """A JSON value with ``redact`` applied to every string in it (keys included)."""
     if not secrets:
         return value
@@ -74,24 +151,48 @@ def redact_value(value: Any, secrets: Mapping[str, str]) -> Any:
 
 
 def remember(names: Collection[str]) -> None:
-    """Make the log filter redact these secrets too (names only are kept; values are read when logging)."""
-    global _filter_installed
+    """Redact these secrets from every log record from now on (names only are kept; values are read when a
+    record is made, so a rotated value is redacted too)."""
+    global _logging_redacted
     with _known_lock:
-        if not _filter_installed:
-            for logger in _REDACTED_LOGGERS:
-                logging.getLogger(logger).addFilter(RedactingFilter())
-            _filter_installed = True
         _known.update(names)
+        if not _logging_redacted and _known:
+            _redact_log_records()
+            _logging_redacted = True
 
 
-class RedactingFilter(logging.Filter):
-    """Rewrites a record's message with every remembered secret's current value redacted."""
+def known_values() -> dict[str, str]:
+    """The current values of every secret named so far."""
+    environ = os.environ
+    return {name: environ[name] for name in list(_known) if environ.get(name)}
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        environ = os.environ
-        values = {name: environ[name] for name in list(_known) if environ.get(name)}
+
+def _redact_log_records() -> None:
+    """Make every log record redacted as it is created, whichever logger makes it and whichever handler
+    writes it: a filter on named loggers misses their children (``httpcore.http11``) and other libraries."""
+    make_record = logging.getLogRecordFactory()
+
+    def redacted_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = make_record(*args, **kwargs)
+        values = known_values()
+        if values:
+            _redact_record(record, values)
+        return record
+
+    logging.setLogRecordFactory(redacted_record)
+
+
+def _redact_record(record: logging.LogRecord, values: Mapping[str, str]) -> None:
+    try:
         message = record.getMessage()
-        redacted = redact(message, values)
-        if redacted != message:
-            record.msg, record.args = redacted, ()
-        return True
+    except Exception:  # noqa: BLE001 — a malformed record is the logging module's to report, as it would
+        return
+    redacted = redact(message, values)
+    if redacted != message:
+        record.msg, record.args = redacted, ()
+    # A traceback's messages (an httpx error holding a URL) are formatted now, redacted, and kept as the text
+    # handlers print (Formatter.format uses exc_text when it is set).
+    if record.exc_info and record.exc_info[1] is not None:
+        record.exc_text = redact(logging.Formatter().formatException(record.exc_info), values)
+    if record.stack_info:
+        record.stack_info = redact(record.stack_info, values)

@@ -29,15 +29,19 @@ from typing import Any
 
 from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError, meta, nodes
 from jinja2.environment import Template as JinjaTemplate
+from jinja2.environment import TemplateExpression
 from jinja2.exceptions import SecurityError, TemplateError
 from jinja2.runtime import Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from .render_budget import bounded, compiling
+from .sandbox import BoundedSandbox, guard
 
 Path = tuple[str | int, ...]
 REQUEST_NAMES = frozenset({"args", "secrets", "context"})
 CONTEXT_FIELDS = frozenset({"conversation_id", "user", "tool_call_id"})
 _MARKERS = ("{{", "{%", "{#")
-_SOLE_EXPRESSION = re.compile(r"^\{\{[-+]?(?P<expression>.*?)[-+]?\}\}$", re.DOTALL)
+_SOLE_EXPRESSION = re.compile(r"^\{\{.*\}\}$", re.DOTALL)
 
 
 class _Omitted:
@@ -60,8 +64,8 @@ class RenderError(Exception):
     """A template failed while rendering (a type error in an expression, a sandbox violation)."""
 
 
-class _DataEnvironment(ImmutableSandboxedEnvironment):
-    """The sandbox, reading mappings as JSON data: ``x.name`` is the key ``name`` (Jinja would prefer a dict
+class _DataEnvironment(BoundedSandbox):
+    """The sandbox (with what templates compute bounded: gateway.sandbox), reading mappings as JSON data: ``x.name`` is the key ``name`` (Jinja would prefer a dict
     attribute, so an argument called ``items`` or ``keys`` would render as a method)."""
 
     def getattr(self, obj: Any, attribute: str) -> Any:
@@ -118,14 +122,16 @@ class Template:
             name, key = self._lookup
             return scope[name].get(key, OMIT)
         try:
-            if self._expression is not None:
-                value = self._expression(**scope)
-                return OMIT if isinstance(value, Undefined) else value
-            if self._template is not None:
-                return self._template.render(scope)
+            with bounded():  # the budget of the render this is part of, or one of its own
+                if self._expression is not None:
+                    value = self._expression(**scope)
+                    return OMIT if isinstance(value, Undefined) else value
+                if self._template is not None:
+                    return self._template.render(scope)
         except UndefinedError:
             return OMIT
-        except (SecurityError, TemplateError, ArithmeticError, TypeError, ValueError, LookupError) as exc:
+        except (SecurityError, TemplateError, ArithmeticError, TypeError, ValueError, LookupError,
+                RecursionError) as exc:
             raise RenderError(f"{type(exc).__name__}: {exc}") from None
         return self.source
 
@@ -197,25 +203,24 @@ def _compile(value: Any, path: Path, names: Collection[str], env: ImmutableSandb
     if found:
         problems += [(path, message) for message in found]
         return None
-    expression = _sole_expression(value, tree) if typed else None
-    lookup = _lookup(tree.body[0].nodes[0]) if expression is not None else None
+    expression = tree.body[0].nodes[0] if typed and _is_sole_expression(value, tree) else None
+    lookup = _lookup(expression) if expression is not None else None
     if lookup is not None and lookup[0] in REQUEST_NAMES:  # names always bound to a mapping
         return Template(path, value, references, _lookup=lookup)
-    if expression is not None:
-        return Template(path, value, references, _expression=env.compile_expression(expression,
-                                                                                    undefined_to_none=False))
-    return Template(path, value, references, _template=env.from_string(tree))
+    with compiling(value):  # Jinja computes constant parts now: within what the sandbox allows
+        if expression is not None:  # as Jinja's compile_expression does, from the tree already parsed
+            body = nodes.Template([nodes.Assign(nodes.Name("result", "store"), expression, lineno=1)], lineno=1)
+            compiled = TemplateExpression(env.from_string(guard(body, env)), undefined_to_none=False)
+            return Template(path, value, references, _expression=compiled)
+        return Template(path, value, references, _template=env.from_string(guard(tree, env)))
 
 
-def _sole_expression(source: str, tree: nodes.Template) -> str | None:
-    """The expression of a string that is exactly ``{{ expression }}``, else None."""
-    match = _SOLE_EXPRESSION.match(source)
+def _is_sole_expression(source: str, tree: nodes.Template) -> bool:
+    """Whether a string is exactly ``{{ expression }}``."""
     body = tree.body
-    if match is None or len(body) != 1 or not isinstance(body[0], nodes.Output) or len(body[0].nodes) != 1:
-        return None
-    if isinstance(body[0].nodes[0], nodes.TemplateData):
-        return None
-    return match["expression"]
+    if _SOLE_EXPRESSION.match(source) is None or len(body) != 1 or not isinstance(body[0], nodes.Output):
+        return False
+    return len(body[0].nodes) == 1 and not isinstance(body[0].nodes[0], nodes.TemplateData)
 
 
 def _lookup(expression: nodes.Node) -> tuple[str, str] | None:

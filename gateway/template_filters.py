@@ -1,0 +1,135 @@
+"""Jinja's filters, bounded: each one's arguments checked before it runs (a width, a padding, a number of
+slices, a sort's length) and its result measured after; ``join``, ``striptags`` and ``pprint`` replaced by
+versions that estimate first, run in one pass, or stop at the limit, and ``tojson`` given a ``dumps`` that
+stops at the limit when it indents."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from pprint import PrettyPrinter
+from typing import Any
+
+from jinja2 import pass_eval_context
+from jinja2.filters import FILTERS, make_attrgetter
+from markupsafe import Markup
+
+from .render_budget import current
+from .template_limits import (
+    CappedText,
+    check,
+    check_join,
+    check_percent,
+    check_replace,
+    check_sortable,
+    check_strip_chars,
+    check_sum_start,
+    check_width,
+    measured,
+)
+
+# Results of these filters are (parts of) their input, not something new: they are not measured.
+_SELECTING_FILTERS = frozenset({"first", "last", "random", "min", "max", "default", "d", "attr", "safe", "count",
+                                "length", "wordcount", "int", "float", "abs", "round", "filesizeformat"})
+
+
+@pass_eval_context
+def _filter_join(eval_ctx: Any, value: Any, d: str = "", attribute: Any = None) -> str:
+    items = list(value)
+    if attribute is not None:
+        items = list(map(make_attrgetter(eval_ctx.environment, attribute), items))
+    texts = [item if isinstance(item, str) else str(item) for item in items]
+    check_join(d, texts)
+    return str(d).join(texts)
+
+
+def _filter_striptags(value: Any) -> str:
+    """Jinja's ``striptags`` (comments, then tags removed; whitespace collapsed; entities unescaped), in one
+    pass: the original removes one tag at a time by copying the whole text, quadratic in the number of tags."""
+    text = value.__html__() if hasattr(value, "__html__") else str(value)
+    for start_mark, end_mark in (("<!--", "-->"), ("<", ">")):
+        kept, position = [], 0
+        while (start := text.find(start_mark, position)) != -1:
+            end = text.find(end_mark, start)
+            if end == -1:
+                break
+            kept.append(text[position:start])
+            position = end + len(end_mark)
+        kept.append(text[position:])
+        text = "".join(kept)
+    return Markup(" ".join(text.split())).unescape()
+
+
+def _filter_pprint(value: Any) -> str:
+    stream = CappedText()
+    PrettyPrinter(stream=stream).pprint(value)
+    return "".join(stream.parts).rstrip("\n")
+
+
+def dumps(value: Any, **options: Any) -> str:
+    """JSON for ``tojson``: in one C call without ``indent`` (its size is then a few times its input's); with
+    ``indent``, chunk by chunk, stopping at the limit (the indentation grows with depth times length)."""
+    if options.get("indent") is None:
+        return json.dumps(value, **options)
+    stream = CappedText()
+    for chunk in json.JSONEncoder(**options).iterencode(value):
+        stream.write(chunk)
+    return "".join(stream.parts)
+
+
+def _wordwrap_cost(s: Any, width: int = 79, break_long_words: bool = True, wrapstring: str | None = None,
+                   *_: Any, **__: Any) -> None:
+    text = str(s)
+    words = text.split()
+    longest = max(map(len, words), default=0)
+    width = max(width, 1) if isinstance(width, int) else 1
+    # textwrap cuts a long word one line at a time, copying the rest of the word each time.
+    check("wordwrap", len(text) * longest / width if break_long_words else 0)
+    check("wordwrap", len(text) * (1 + len(wrapstring or "\n")))
+
+
+def _indent_cost(s: Any, width: Any = 4, **_: Any) -> None:
+    text = str(s)
+    step = len(width) if isinstance(width, str) else width if isinstance(width, int) else 0
+    check("indent", len(text) + (text.count("\n") + 1) * step)
+
+
+# name -> check of the filter's arguments (bound to its parameter names) before it runs.
+_FILTER_CHECKS: dict[str, Callable[..., None]] = {
+    "center": lambda value, width=80: check_width(f"center({width!r})", width),
+    "indent": _indent_cost,
+    "format": lambda value, *args, **kwargs: check_percent(str(value), kwargs or args),
+    "wordwrap": lambda environment, s, *args, **kwargs: _wordwrap_cost(s, *args, **kwargs),
+    "replace": lambda eval_ctx, s, old, new, count=None: check_replace(s, old, new, -1 if count is None else count),
+    "batch": lambda value, linecount, fill_with=None: check_width(f"batch({linecount!r})", linecount),
+    "slice": lambda eval_ctx, value, slices, fill_with=None: check_width(f"slice({slices!r})", slices),
+    "trim": lambda value, chars=None: check_strip_chars(chars),
+    "sort": lambda environment, value, *args, **kwargs: check_sortable(value),
+    "dictsort": lambda value, *args, **kwargs: check_sortable(value),
+    "groupby": lambda environment, value, *args, **kwargs: check_sortable(value),
+    "sum": lambda environment, iterable, attribute=None, start=0: check_sum_start(start),
+}
+_REPLACED_FILTERS: dict[str, Callable[..., Any]] = {"join": _filter_join, "striptags": _filter_striptags,
+                                                    "pprint": _filter_pprint}
+
+
+def _guarded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    check = _FILTER_CHECKS.get(name)
+    measure = name not in _SELECTING_FILTERS
+
+    @functools.wraps(function)  # keeps jinja_pass_arg, so Jinja passes the context as before
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        current().tick()
+        if check is not None:
+            check(*args, **kwargs)
+        result = function(*args, **kwargs)
+        return measured(result, f"the filter '{name}'") if measure else result
+
+    return guarded
+
+
+def bounded_filters() -> dict[str, Callable[..., Any]]:
+    """Every Jinja filter, guarded; ``join``, ``striptags`` and ``pprint`` replaced first."""
+    replaced = {name: _REPLACED_FILTERS.get(name, function) for name, function in FILTERS.items()}
+    return {name: _guarded_filter(name, function) for name, function in replaced.items()}

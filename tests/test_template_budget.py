@@ -1,0 +1,136 @@
+"""What a sandboxed template may compute: sizes checked before a value is made, at compile and at render time,
+a time budget for loops and recursion, and renders that leave the event loop free (issue 10, item 3)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from jinja2 import Environment
+
+from gateway.render_budget import run_bounded
+from gateway.template_limits import MAX_SIZE
+from gateway.templates import RenderError, compile_template, compile_value
+
+TOO_COSTLY = "TemplateTooCostly"
+
+# Each would make tens or hundreds of megabytes (or run for seconds) in one Python call without the checks.
+COSTLY = {
+    "repeat a string": ("{{ 'x' * 10**8 }}", {}),
+    "repeat a list": ("{{ [1] * 5000000 }}", {}),
+    "power from arguments": ("{{ (args.p|int) ** (args.v|int) }}", {"p": 9, "v": 1_000_000}),
+    "product of products": ("{% set a = 3 ** 10000 %}{% set b = a * a %}{{ b * b }}", {}),
+    "percent width": ("{{ '%0100000000d' % 1 }}", {}),
+    "format filter width": ("{{ '%0100000000d'|format(1) }}", {}),
+    "str.format width": ("{{ '{:>100000000}'.format(1) }}", {}),
+    "str.format repeated field": ("{{ ('{0}' * 1000).format(args.s) }}", {"s": "x" * 10_000}),
+    "center": ("{{ 'x'|center(100000000) }}", {}),
+    "indent": ("{{ 'a\nb'|indent(50000000) }}", {}),
+    "ljust": ("{{ 'x'.ljust(100000000) }}", {}),
+    "replace": ("{{ ('x' * 10000)|replace('x', 'y' * 10000) }}", {}),
+    "str.replace": ("{{ ('x' * 10000).replace('x', 'y' * 10000) }}", {}),
+    "join": ("{{ ('y' * 10000).join(('x' * 10000)|list) }}", {}),
+    "join filter": ("{{ ([args.s] * 1000)|join(args.s) }}", {"s": "x" * 10_000}),
+    "concatenation": ("{% set a = 'x' * 1000000 %}{{ a ~ a ~ a }}", {}),
+    "addition": ("{% set a = 'x' * 1000000 %}{{ a + a }}", {}),
+    "batch padding": ("{{ [0]|batch(10000000, 0)|list }}", {}),
+    "slices": ("{{ [0]|slice(2000000)|list }}", {}),
+    "tojson indent": ("{{ args.d|tojson(indent=10000000) }}", {"d": {"a": [1]}}),
+    "sum of lists": ("{{ args.l|sum(start=[]) }}", {"l": [[1]] * 3000}),
+    "wordwrap of a long word": ("{{ ('x' * 50000)|wordwrap(1) }}", {}),
+    "trim characters": ("{{ ('a' * 1000000)|trim('b' * 300 ~ 'a') }}", {}),
+    "sort": ("{{ ('x' * 200000)|list|sort|length }}", {}),
+    "output": ("{% for x in args.l %}{{ args.s }}{% endfor %}", {"l": list(range(2000)), "s": "x" * 1000}),
+}
+
+
+@pytest.mark.parametrize(("source", "arguments"), COSTLY.values(), ids=COSTLY.keys())
+def test_costly_operations_are_refused_before_they_run(source, arguments):
+    """An operation that would make more than a template may make fails the render with a message, at once."""
+    template = compile_template(source)
+    with pytest.raises(RenderError, match=TOO_COSTLY):
+        template.render({"args": arguments})
+
+
+@pytest.mark.parametrize("source", ["{{ 'x' * 10**9 }}", "{{ 'x'|center(1000000000) }}",
+                                    "{{ '%0999999999d' % 1 }}", "{{ [1] * 10**9 }}"])
+def test_constants_are_not_computed_when_compiling(source):
+    """Jinja folds constant expressions when it compiles: a costly one compiles, and fails when rendered."""
+    template = compile_value({"body": source})
+    with pytest.raises(RenderError, match=TOO_COSTLY):
+        template.render({"args": {}})
+
+
+@pytest.mark.parametrize("source", [
+    "{% for a in args.l %}{% for b in args.l %}{% endfor %}{% endfor %}",
+    "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(21) }}",
+])
+def test_long_loops_and_recursion_stop_at_the_time_budget(source):
+    """Loops (even with an empty body) and macro recursion stop when the render's time is up."""
+    with pytest.raises(RenderError, match="ran longer than"):
+        compile_template(source).render({"args": {"l": list(range(8000))}})
+
+
+def test_ordinary_templates_render_as_before():
+    """Widths, padding, formatting, joins and JSON of ordinary sizes are untouched by the limits."""
+    scope = {"args": {"n": 7, "names": ["a", "b"], "d": {"k": [1, 2]}, "text": "one two three four"}}
+    cases = {
+        "{{ '%05d' % args.n }}": "00007",
+        "{{ '{:>4}|{:.2f}'.format(args.n, 1.5) }}": "   7|1.50",
+        "{{ 'ab'|center(6) }}": "  ab  ",
+        "{{ args.names|join(', ') }}": "a, b",
+        "{{ args.d|tojson(indent=2) }}": '{\n  "k": [\n    1,\n    2\n  ]\n}',
+        "{{ args.text|wordwrap(9) }}": "one two\nthree\nfour",
+        "{{ 'a\nb'|indent(2) }}": "a\n  b",
+        "{{ ('x' ~ args.n) * 2 }}": "x7x7",
+        "{{ 2 ** 100 }}": str(2 ** 100),
+        "{% for x in args.names %}{{ loop.index }}{{ x }}{% endfor %}": "1a2b",
+        "{{ args.names|sort(reverse=true)|list }}": "['b', 'a']",
+        "{{ '%(a)s-%(b)s'|format(a=1, b=2) }}": "1-2",
+        "{{ ('x' * " + str(MAX_SIZE) + ")|length }}": str(MAX_SIZE),
+    }
+    for source, expected in cases.items():
+        assert compile_template(source).render(scope) == expected, source
+
+
+@pytest.mark.parametrize("html", ["<p>Hello <b>world</b></p>", "a <!-- c <b> --> b", "x < y > z &amp; w",
+                                  "<a href='x'>link</a>\n\n<br/>text", "unclosed <tag", "<!-- open"])
+def test_striptags_matches_jinja(html):
+    """The one-pass striptags gives Jinja's result (Jinja's own copies the text once per tag)."""
+    expected = Environment().from_string("{{ html|striptags }}").render(html=html)
+    assert compile_template("{{ args.html|striptags }}").render({"args": {"html": html}}) == expected
+
+
+def test_striptags_of_many_tags_finishes():
+    """A text of 100,000 tags is stripped (one pass) rather than copied once per tag."""
+    template = compile_template("{{ args.html|striptags|length }}")
+    assert template.render({"args": {"html": "<>" * 100_000 + "end"}}) == "3"
+
+
+async def test_slow_render_leaves_the_event_loop_free():
+    """A render that runs long moves to a worker thread: the event loop keeps running meanwhile, and the render
+    ends with an error at its time budget."""
+    template = compile_template("{% for a in args.l %}{% for b in args.l %}{% endfor %}{% endfor %}")
+    ticks = 0
+
+    async def heartbeat() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    beating = asyncio.create_task(heartbeat())
+    try:
+        with pytest.raises(RenderError, match="ran longer than"):
+            await run_bounded(lambda: template.render({"args": {"l": list(range(100_000))}}))
+    finally:
+        beating.cancel()
+    assert ticks > 0  # the loop ran while the template rendered
+
+
+async def test_render_stops_at_the_callers_deadline():
+    """Given a deadline nearer than the render budget (a tool's timeout), the render stops by that deadline."""
+    template = compile_template("{% for a in args.l %}{% for b in args.l %}{% endfor %}{% endfor %}")
+    deadline = asyncio.get_running_loop().time() + 0.05
+    with pytest.raises(RenderError, match=r"ran longer than 0\.0\d* s"):
+        await run_bounded(lambda: template.render({"args": {"l": list(range(100_000))}}), deadline)
