@@ -97,6 +97,8 @@ class SoakReport:
     rss_after_kb: int = 0
     final_edit_served: bool = False
     last_reload_ok: bool = False
+    # Reloads seen on /status (polled, so a reload that another follows within the poll interval is missed).
+    reloads: Counter[str] = field(default_factory=Counter)  # "swapped" | "unchanged" | "refused" -> count
 
     def lines(self) -> list[str]:
         rate = self.calls / self.duration_s if self.duration_s else 0.0
@@ -104,6 +106,8 @@ class SoakReport:
             f"calls: {self.calls} in {self.duration_s:.1f} s ({rate:.0f}/s), failed: {self.failed}",
             *(f"  failure: {reason} x{count}" for reason, count in self.failures.most_common(10)),
             f"edits: {sum(self.edits.values())} ({', '.join(f'{k} {v}' for k, v in sorted(self.edits.items()))})",
+            f"reloads seen on /status: {self.reloads['swapped']} swapped in, {self.reloads['refused']} refused "
+            f"(last good catalog kept), {self.reloads['unchanged']} unchanged",
             f"final edit served: {self.final_edit_served}, last reload ok: {self.last_reload_ok}",
             f"server RSS: {self.rss_before_kb / 1024:.1f} MB before, {self.rss_after_kb / 1024:.1f} MB after "
             f"({(self.rss_after_kb - self.rss_before_kb) / 1024:+.1f} MB)",
@@ -191,10 +195,15 @@ async def load(http: httpx.AsyncClient, calls: int, duration_s: float, concurren
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
-async def edit(definitions: Definitions, edits: int, duration_s: float, report: SoakReport) -> None:
+async def edit(definitions: Definitions, edits: int, calls: int, duration_s: float, report: SoakReport) -> None:
+    """``edits`` edits spread evenly over the time and over the calls: on a server slower than the pace, the
+    edits wait for the calls, so every stretch of calls runs against edits."""
     started = time.monotonic()
     for number, kind in zip(range(edits), itertools.cycle(KINDS)):
-        await asyncio.sleep(max(0.0, started + (number + 1) * duration_s / (edits + 1) - time.monotonic()))
+        share = (number + 1) / (edits + 1)
+        await asyncio.sleep(max(0.0, started + share * duration_s - time.monotonic()))
+        while report.calls < share * calls:
+            await asyncio.sleep(0.01)
         definitions.apply(kind, number)
         report.edits[kind] += 1
 
@@ -218,6 +227,17 @@ async def final_edit_served(http: httpx.AsyncClient, definitions: Definitions, s
     return False
 
 
+async def watch_reloads(http: httpx.AsyncClient, report: SoakReport, stop: asyncio.Event) -> None:
+    """Poll /status (admin details: auth is off and the caller is on loopback) and count the reloads seen."""
+    seen: set[float] = set()
+    while not stop.is_set():
+        last = (await http.get("/status")).json()["last_reload"]
+        if last["at"] not in seen:
+            seen.add(last["at"])
+            report.reloads["refused" if not last["ok"] else "swapped" if last["changed"] else "unchanged"] += 1
+        await asyncio.sleep(0.05)
+
+
 async def drive(url: str, pid: int, definitions: Definitions, calls: int, duration_s: float, edits: int,
                 concurrency: int) -> SoakReport:
     report = SoakReport()
@@ -226,10 +246,13 @@ async def drive(url: str, pid: int, definitions: Definitions, calls: int, durati
         for number in range(50):  # warm up: imports, first listings, connections
             await call_once(http, number)
         report.rss_before_kb = rss_kb(pid)
-        started = time.monotonic()
+        started, stop = time.monotonic(), asyncio.Event()
+        watcher = asyncio.create_task(watch_reloads(http, report, stop))
         await asyncio.gather(load(http, calls, duration_s, concurrency, report),
-                             edit(definitions, edits, duration_s, report))
+                             edit(definitions, edits, calls, duration_s, report))
         report.duration_s = time.monotonic() - started
+        stop.set()
+        await watcher
         report.final_edit_served = await final_edit_served(http, definitions, 30)
         report.last_reload_ok = (await http.get("/status")).json()["last_reload_ok"]
         report.rss_after_kb = rss_kb(pid)
