@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..errors import GatewayError, Unauthorized, UnknownTool
+from ..surrogates import replace_lone
 
 log = logging.getLogger("gateway.server")
 
@@ -26,7 +27,11 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
 
 
 def dumps(body: Any) -> bytes:
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # a lone surrogate that got this far (results are scrubbed in invoke): U+FFFD
+        return replace_lone(text).encode()
 
 
 def error_response(status: int, message: str, headers: dict[str, str] | None = None, **extra: Any) -> Response:

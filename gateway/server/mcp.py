@@ -9,6 +9,10 @@ only answers ``tools/list`` and ``tools/call`` from ``gateway.catalog`` and tell
   ``PAGE_SIZE``. Entries come from ``gateway.formats.mcp``, computed once per catalog.
 - ``tools/call``: through ``invoke``. Argument and tool failures are ``isError`` results an LLM can read;
   an unknown tool, or one the key may not use, is a JSON-RPC error.
+- POSTed messages are screened before the SDK reads them (``screen_message``): a body the gateway refuses
+  anywhere (not UTF-8, duplicate keys, lone surrogates) is a parse error, and a request whose id is not a
+  string or an integer is an Invalid Request (-32600, ``"id": null``, HTTP 400) on both revisions, where the
+  2025-11-25 transport would answer 202 and nothing. A client gone mid-body is one debug line.
 - catalog changes: every 2025-11-25 session hears ``notifications/tools/list_changed`` on its GET stream, and
   every 2026-07-28 ``subscriptions/listen`` stream gets the same event from the subscription bus.
 
@@ -37,20 +41,24 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import X_MCP_HEADER_KEY
-from mcp_types import INVALID_PARAMS, CallToolRequestParams, PaginatedRequestParams
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, CallToolRequestParams, PaginatedRequestParams
 from opentelemetry import trace
 from starlette.datastructures import Headers
-from starlette.types import Receive, Scope, Send
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
 
+from ..argerrors import got
 from ..catalog import Catalog, Tool
 from ..context import CallContext
-from ..errors import Unauthorized
+from ..errors import BadRequest, GatewayError, Unauthorized
 from ..formats import mcp as mcp_format
 from ..formats import render_tools
 from ..invoke import ToolResult, invoke
 from ..runtime import Gateway
 from .auth import SCOPE_KEY, Caller, authenticate, unknown_tool
-from .errors import gateway_error
+from .bodies import parse_json, read_body
+from .errors import dumps, gateway_error
 
 log = logging.getLogger("gateway.mcp")
 PAGE_SIZE = 500
@@ -122,13 +130,22 @@ class McpSurface:
                 self.listen.close()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Authenticate, leave the caller in the scope for the handlers, and hand over to the SDK."""
+        """Authenticate, leave the caller in the scope for the handlers, screen a POSTed message, and hand over
+        to the SDK."""
         client = scope.get("client")
         try:
             scope[SCOPE_KEY] = authenticate(self.gateway.settings, Headers(scope=scope), client[0] if client else None)
         except Unauthorized as exc:
             await gateway_error(exc)(scope, receive, send)
             return
+        if scope["method"] == "POST":
+            try:
+                body = await read_body(Request(scope, receive), self.gateway.settings.max_body_bytes)
+                screen_message(body)
+            except GatewayError as exc:
+                await _jsonrpc_error(exc, scope, receive, send)
+                return
+            receive = _replay(body, receive)
         await self.manager.handle_request(scope, receive, send)
 
     # -- handlers -------------------------------------------------------------------------------------------
@@ -205,6 +222,43 @@ class McpSurface:
             for connection in list(self.connections):
                 group.start_soon(connection.send_tool_list_changed)  # best effort: never raises
         await self.bus.publish(ToolsListChanged())
+
+
+def screen_message(body: bytes) -> None:
+    """Refuse, before the SDK reads it, a POSTed message the SDK would mishandle.
+
+    The body is parsed as every gateway body is (``parse_json``: UTF-8, no duplicate keys, no lone surrogates).
+    A request (it has a ``method``) whose ``id`` is not a string or an integer — MCP allows no null id, and a
+    fraction or an object is no id at all — is an Invalid Request: the 2025-11-25 transport would take it for a
+    notification and answer 202 with nothing.
+    """
+    message = parse_json(body)
+    if isinstance(message, dict) and "method" in message and "id" in message:
+        request_id = message["id"]
+        if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+            raise InvalidRequest(f"Invalid Request: a request's id must be a string or an integer, not "
+                                 f"{got(request_id)}.")
+
+
+class InvalidRequest(BadRequest):
+    """A JSON message that is not a valid JSON-RPC request (JSON-RPC's -32600, not a parse error)."""
+
+
+async def _jsonrpc_error(exc: GatewayError, scope: Scope, receive: Receive, send: Send) -> None:
+    """A refused message, answered as JSON-RPC does when it cannot tell the request's id: ``"id": null``."""
+    code = INVALID_REQUEST if isinstance(exc, InvalidRequest) or exc.status != 400 else PARSE_ERROR
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": str(exc)}}
+    await Response(dumps(body), exc.status, media_type="application/json")(scope, receive, send)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives the already-read body once, then whatever the connection says next."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return replay
 
 
 def _entries(catalog: Catalog) -> dict[str, dict[str, Any]]:
