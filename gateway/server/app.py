@@ -21,7 +21,7 @@ from starlette.routing import Mount, Route
 from ..reload import reloading
 from ..runtime import Gateway
 from ..settings import Settings
-from . import admin, chat, client, demo_api, openapi, rest
+from . import admin, chat, client, demo_api, landing, openapi, rest
 from .auth import is_loopback
 from .errors import EXCEPTION_HANDLERS
 from .mcp import McpSurface
@@ -50,7 +50,8 @@ def create_app(gateway_or_settings: Gateway | Settings, *, services: Sequence[Se
 
     app = Starlette(
         routes=[*rest.routes(gateway), *admin.routes(gateway), Route("/mcp", mcp), *chat.routes(gateway),
-                *client.routes(gateway), *openapi.routes(gateway), Mount("/demo", routes=demo_api.routes())],
+                *client.routes(gateway), *openapi.routes(gateway), Mount("/demo", routes=demo_api.routes()),
+                *landing.routes(gateway)],
         middleware=[Middleware(OriginGuard, settings=gateway.settings),
                     Middleware(client.ClientCors, settings=gateway.settings)],
         exception_handlers=EXCEPTION_HANDLERS,
