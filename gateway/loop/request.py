@@ -125,7 +125,7 @@ def _check_message(index: int, message: Any) -> None:
     if not isinstance(message, dict):
         raise InvalidRequest(f"{where}: expected an object with 'role' and 'content'.", where)
     role = message.get("role")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:  # a list or an object is unhashable: no set lookup
         raise InvalidRequest(f"{where}.role: expected one of {', '.join(sorted(ROLES))}, got {role!r}", f"{where}.role")
     content = message.get("content")
     if content is not None and not isinstance(content, (str, list)):

@@ -59,6 +59,7 @@ def test_a_wrong_key_is_an_authentication_error_with_code_invalid_api_key(endpoi
     ({"messages": ASK, "n": 2}, "n"),
     ({"messages": []}, "messages"),
     ({"messages": [{"role": "robot", "content": "x"}]}, "messages[0].role"),
+    ({"messages": [{"role": ["user"], "content": "x"}]}, "messages[0].role"),  # unhashable: was a 500
     ({"messages": ASK, "tool_choice": "sometimes"}, "tool_choice"),
     ({"messages": ASK, "gateway": {"side": "browser"}}, "gateway.side"),
 ])
