@@ -39,16 +39,16 @@ from .bodies import parse_json, read_body
 from .errors import dumps, internal_error
 
 log = logging.getLogger("gateway.server")
-# OpenAI's error types, as its API sends them (the documented Error object is {message, type, param, code} with
-# code and param string-or-null: OpenAI OpenAPI spec 2.3.0, components.schemas.Error; the values below are
-# those of OpenAI's own answers, e.g. 401 {"type": "invalid_request_error", "code": "invalid_api_key"}, 404
-# {"type": "invalid_request_error", "code": "model_not_found"}, a missing key 401 with "code": null, 429
-# {"type": "requests", "code": "rate_limit_exceeded"}, 5xx "server_error"; see platform.openai.com/docs/guides/
-# error-codes). Every client error is an invalid_request_error; the SDKs pick their exception class by status.
+# OpenAI's error types, as its API sends them. The documented Error object is {message, type, param, code}, code
+# and param string-or-null (OpenAI's OpenAPI spec 2.3.0, components.schemas.Error). The values follow OpenAI's
+# own answers (platform.openai.com/docs/guides/error-codes and bodies it sends): a wrong key 401
+# {"type": "invalid_request_error", "code": "invalid_api_key"}, a missing key the same with "code": null, an
+# unknown model 404 {"type": "invalid_request_error", "code": "model_not_found"}, a bad field 400 with "param"
+# naming it, 5xx "server_error". Every client error is an invalid_request_error: the SDKs choose their exception
+# class by status, and clients branch on code. (Should the chat path ever answer 429, OpenAI's is
+# {"type": "requests", "code": "rate_limit_exceeded"}.)
 CLIENT_ERROR = "invalid_request_error"
 SERVER_ERROR = "server_error"
-STATUS_TYPES = {429: "requests"}
-STATUS_CODES = {429: "rate_limit_exceeded"}
 
 
 def routes(gateway: Gateway, loop: ChatLoop | None = None) -> list[Route]:
@@ -183,11 +183,10 @@ def error_response(exc: GatewayError, request: Request) -> Response:
 
 def openai_error(exc: GatewayError) -> dict[str, Any]:
     """OpenAI's error object for ``exc``. The loop's errors carry OpenAI's ``code`` and ``param`` where OpenAI
-    has them (``InvalidRequest``, ``UnknownModel``) or the gateway's own code (provider failures); the others
-    get the code OpenAI gives their status, or null."""
-    kind = STATUS_TYPES.get(exc.status, CLIENT_ERROR if exc.status < 500 else SERVER_ERROR)
-    return {"message": str(exc), "type": kind, "param": getattr(exc, "param", None),
-            "code": getattr(exc, "code", None) or STATUS_CODES.get(exc.status)}
+    has them (``InvalidRequest``, ``UnknownModel``) or the gateway's own code (provider failures, none
+    configured); the gateway's other errors (body too large, ...) have neither: null."""
+    return {"message": str(exc), "type": CLIENT_ERROR if exc.status < 500 else SERVER_ERROR,
+            "param": getattr(exc, "param", None), "code": getattr(exc, "code", None)}
 
 
 def _server_error(message: str) -> dict[str, Any]:
