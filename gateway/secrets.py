@@ -103,7 +103,8 @@ def forms(value: str) -> tuple[str, ...]:
     found = {value, repr(value)[1:-1], repr(value.encode())[2:-1], html.escape(value), html.escape(value, False)}
     for ascii_only in (True, False):
         escaped = json.dumps(value, ensure_ascii=ascii_only)[1:-1]
-        found |= {escaped, escaped.replace("/", "\\/")}
+        twice = json.dumps(escaped, ensure_ascii=ascii_only)[1:-1]  # a JSON text quoted in another (an echo)
+        found |= {escaped, escaped.replace("/", "\\/"), twice}
     for safe in ("", "/", "!'()*"):  # components, paths, JavaScript's encodeURIComponent
         found |= {quote(value, safe=safe), quote_plus(value, safe=safe)}
     found |= {_UPPER_HEX.sub(lambda match: match[0].lower(), form) for form in found if "%" in form}
@@ -112,10 +113,11 @@ def forms(value: str) -> tuple[str, ...]:
 
 
 def _base64_cores(raw: bytes) -> set[str]:
-    """The base64 of ``raw`` as it appears inside the base64 of a longer text (``user:secret`` in a Basic
-    credential): which characters encode the secret alone depends on its offset modulo 3, so one spelling per
-    offset, each without the partial groups at its ends (which mix in neighbouring bytes)."""
-    cores = set()
+    """The base64 of ``raw`` alone, and as it appears inside the base64 of a longer text (``user:secret`` in a
+    Basic credential): which characters encode the secret alone depends on its offset modulo 3, so one spelling
+    per offset, each without the partial groups at its ends (which mix in neighbouring bytes)."""
+    cores = {base64.b64encode(raw).decode("ascii"), base64.urlsafe_b64encode(raw).decode("ascii")}
+    cores |= {core.rstrip("=") for core in cores}  # the whole value alone, padded or not
     for skip in range(3):
         body = raw[skip:]
         body = body[:len(body) - len(body) % 3]

@@ -1,10 +1,11 @@
-"""Jinja's filters, bounded: each one's arguments checked before it runs (a width, a padding, a number of
+"""Jinja's filters (and ``b64encode``), bounded: each one's arguments checked before it runs (a width, a padding, a number of
 slices, a sort's length) and its result measured after; ``join``, ``striptags`` and ``pprint`` replaced by
 versions that estimate first, run in one pass, or stop at the limit, and ``tojson`` given a ``dumps`` that
 stops at the limit when it indents."""
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 from collections.abc import Callable
@@ -129,7 +130,14 @@ def _guarded_filter(name: str, function: Callable[..., Any]) -> Callable[..., An
     return guarded
 
 
+def _b64encode(value: Any) -> str:
+    """Base64 of a text's UTF-8 bytes, e.g. for a Basic credential: ``('user:' ~ secrets.PASSWORD)|b64encode``."""
+    data = value if isinstance(value, bytes) else str(value).encode("utf-8")
+    return base64.b64encode(data).decode("ascii")
+
+
 def bounded_filters() -> dict[str, Callable[..., Any]]:
-    """Every Jinja filter, guarded; ``join``, ``striptags`` and ``pprint`` replaced first."""
-    replaced = {name: _REPLACED_FILTERS.get(name, function) for name, function in FILTERS.items()}
+    """Every Jinja filter and ``b64encode``, guarded; ``join``, ``striptags`` and ``pprint`` replaced first."""
+    replaced = {name: _REPLACED_FILTERS.get(name, function) for name, function in {**FILTERS,
+                                                                                  "b64encode": _b64encode}.items()}
     return {name: _guarded_filter(name, function) for name, function in replaced.items()}
