@@ -66,29 +66,52 @@ async def call_sync(key: Any, limit: int, function: Callable[..., Any], kwargs: 
     loop = asyncio.get_running_loop()
     slot = _slot(loop, key, limit)
     await slot.acquire()  # cancelled by the caller's timeout while waiting: no slot taken, no thread used
-    # Whoever takes the claim first owns the slot: the worker (it runs, and gives the slot back when done) or a
-    # caller that gave up before the worker started (the call never runs).
-    claim = threading.Lock()
-    run = partial(_run_claimed, loop, slot, claim, contextvars.copy_context().run, function, kwargs)
+    call = _Call(loop, slot)
     try:
-        return await loop.run_in_executor(_THREADS, run)
-    except asyncio.CancelledError:
-        if claim.acquire(blocking=False):
-            slot.release()
-        raise
-
-
-def _run_claimed(loop: asyncio.AbstractEventLoop, slot: asyncio.Semaphore, claim: threading.Lock,
-                 run: Callable[..., Any], function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-    if not claim.acquire(blocking=False):
-        return None  # the caller left before a thread was free; nobody waits for this result
-    try:
-        return run(function, **kwargs)
-    except _EXITS as exc:
-        raise ToolAborted(exc) from exc
+        return await loop.run_in_executor(_THREADS, call.run, contextvars.copy_context().run, function, kwargs)
     finally:
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: its semaphores went with it
-            loop.call_soon_threadsafe(slot.release)
+        call.leave()
+
+
+class _Call:
+    """One sync call's hold on its slot, given back by whichever of the caller and the worker is done last.
+
+    A caller that leaves before a worker took the call also keeps the call from ever running.
+    """
+
+    __slots__ = ("loop", "slot", "lock", "started", "left", "holders")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, slot: asyncio.Semaphore):
+        self.loop, self.slot, self.lock = loop, slot, threading.Lock()
+        self.started = self.left = False
+        self.holders = 2  # the caller and the worker
+
+    def run(self, run: Callable[..., Any], function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+        with self.lock:
+            if self.left:
+                return None  # the caller gave up before a thread was free; nobody waits for this result
+            self.started = True
+        try:
+            return run(function, **kwargs)
+        except _EXITS as exc:
+            raise ToolAborted(exc) from exc
+        finally:
+            if self._drop():
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: its semaphores went with it
+                    self.loop.call_soon_threadsafe(self.slot.release)
+
+    def leave(self) -> None:
+        """The caller is done (answered, or gave up): on the loop, so the slot is given back directly."""
+        with self.lock:
+            self.left = True
+            never_ran = not self.started
+        if never_ran or self._drop():
+            self.slot.release()
+
+    def _drop(self) -> bool:
+        with self.lock:
+            self.holders -= 1
+            return self.holders == 0
 
 
 def _slot(loop: asyncio.AbstractEventLoop, key: Any, limit: int) -> asyncio.Semaphore:

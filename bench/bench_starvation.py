@@ -1,0 +1,168 @@
+"""Latency of an unrelated sync tool while another sync tool hangs, against the same server idle.
+
+    python bench/bench_starvation.py [--calls 300] [--hung 60] [--sleep 5] [--seconds 20] [--baseline SRC]
+
+A gateway serves two sync Python tools in a process of its own (``tool-gateway serve``, uvicorn): ``hang``
+sleeps ``--sleep`` seconds (5: the issue's case; 60: a tool that hangs) under a 1 s timeout, ``hello`` returns
+at once (timeout 5 s). The probe calls ``hello`` over REST one call after another, ``--calls`` times (or for
+``--seconds``, whichever ends first):
+
+    idle   nothing else runs
+    hung   another process keeps ``--hung`` calls of ``hang`` in flight, re-sending each as it times out
+
+with default settings (``max_concurrent_calls_per_tool: 8``). ``--baseline SRC`` runs the same against the
+gateway package of another source tree as well, e.g. the code before the per-tool cap:
+``git archive 8c68a6c | tar -x -C /tmp/before`` then ``--baseline /tmp/before``. The table gives p50 and p99 of
+``hello`` (ms), the hung/idle ratio of the p50s, and how many ``hello`` calls failed (timed out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+TOOLS_PY = '''
+import time
+
+
+def hang(seconds: float) -> str:
+    time.sleep(seconds)
+    return "late"
+
+
+def hello() -> str:
+    return "hello"
+'''
+TOOLS_YAML = """
+tools:
+  - {id: hang, name: Hang, user_description: u, ai_description: a, timeout_s: 1, binding: {python: "starve:hang"}}
+  - {id: hello, name: Hello, user_description: u, ai_description: a, timeout_s: 5, binding: {python: "starve:hello"}}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_gateway(definitions: Path, source: Path | None) -> tuple[subprocess.Popen, str]:
+    """``tool-gateway serve`` on a free port, from ``source``'s gateway package when given."""
+    port = free_port()
+    env = {**os.environ, "TOOL_GATEWAY_LOG_LEVEL": "error"}
+    # `python -m` imports from its working directory first: run it in the source tree that should serve.
+    process = subprocess.Popen([sys.executable, "-m", "gateway", "serve", str(definitions), "--port", str(port),
+                                "--no-reload"], env=env, cwd=source or REPO, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the gateway exited with {process.returncode}")
+        try:
+            httpx.get(url + "/healthz", timeout=1)
+            return process, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{url} did not come up within 30 s")
+
+
+def stop(process: subprocess.Popen) -> None:
+    # SIGKILL: the hung calls' threads would hold a graceful exit until they return, which measures nothing.
+    process.send_signal(signal.SIGKILL)
+    process.wait(10)
+
+
+async def keep_hung(url: str, hung: int, sleep: float) -> None:
+    """The load process: ``hung`` calls of ``hang`` in flight until killed."""
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=httpx.Limits(max_connections=hung + 10)) as http:
+        async def one() -> None:
+            while True:
+                await http.post("/tools/hang/call", json={"seconds": sleep})
+
+        await asyncio.gather(*(one() for _ in range(hung)))
+
+
+def probe(http: httpx.Client, calls: int, seconds: float) -> tuple[list[float], int]:
+    """Latencies of sequential ``hello`` calls, and how many of them were errors."""
+    samples: list[float] = []
+    errors = 0
+    deadline = time.monotonic() + seconds
+    while len(samples) < calls and time.monotonic() < deadline:
+        started = time.perf_counter()
+        answer = http.post("/tools/hello/call", json={}).json()
+        samples.append(time.perf_counter() - started)
+        errors += bool(answer["is_error"])
+    return samples, errors
+
+
+def run(definitions: Path, source: Path | None, args: argparse.Namespace) -> dict[str, tuple[list[float], int]]:
+    process, url = start_gateway(definitions, source)
+    try:
+        with httpx.Client(base_url=url, timeout=60) as http:
+            for _ in range(20):  # warm-up: connection, first calls
+                http.post("/tools/hello/call", json={})
+            results = {"idle": probe(http, args.calls, args.seconds)}
+            load = subprocess.Popen([sys.executable, __file__, "--load", url, "--hung", str(args.hung),
+                                     "--sleep", str(args.sleep)])
+            try:
+                time.sleep(min(args.sleep, 5) + 1)  # past the first sleeps: the hung calls hold what they will hold
+                results["hung"] = probe(http, args.calls, args.seconds)
+            finally:
+                load.kill()
+                load.wait(10)
+        return results
+    finally:
+        stop(process)
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--hung", type=int, default=60)
+    parser.add_argument("--sleep", type=float, default=5, help="how long each call of 'hang' sleeps")
+    parser.add_argument("--seconds", type=float, default=20, help="longest a probe phase runs")
+    parser.add_argument("--baseline", type=Path, help="also run the gateway package of this source tree")
+    parser.add_argument("--load", help=argparse.SUPPRESS)  # internal: be the load process for this url
+    args = parser.parse_args()
+    if args.load:
+        asyncio.run(keep_hung(args.load, args.hung, args.sleep))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        definitions = Path(tmp)
+        (definitions / "python").mkdir()
+        (definitions / "python" / "starve.py").write_text(TOOLS_PY)
+        (definitions / "tools.yaml").write_text(TOOLS_YAML)
+        print(f"'hello' over REST while {args.hung} calls of 'hang' (sleeps {args.sleep:g} s, timeout 1 s) are in flight "
+              f"(ms)")
+        print(f"{'server':<18} {'phase':<5} {'calls':>6} {'p50':>8} {'p99':>8} {'errors':>6} {'p50 ratio':>9}")
+        servers = {"this tree": None} | ({"baseline": args.baseline} if args.baseline else {})
+        for label, source in servers.items():
+            results = run(definitions, source, args)
+            idle_p50 = statistics.median(results["idle"][0])
+            for phase, (samples, errors) in results.items():
+                p50 = statistics.median(samples)
+                ratio = f"{p50 / idle_p50:9.2f}" if phase == "hung" else ""
+                print(f"{label:<18} {phase:<5} {len(samples):>6} {p50 * 1000:8.2f} "
+                      f"{percentile(samples, 0.99) * 1000:8.2f} {errors:>6} {ratio:>9}")
+
+
+if __name__ == "__main__":
+    main()
