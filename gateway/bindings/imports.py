@@ -5,18 +5,21 @@ the module raises, ``SystemExit`` and ``KeyboardInterrupt`` included, becomes a 
 leaving the build (which would end ``validate`` with the module's exit code, or kill the reloader).
 
 A module that is still importing when the limit passes cannot be stopped: its thread keeps running, holding the
-import system's lock on that module's name. So it is remembered:
+import system's lock on that module's name. So each import is remembered until it ends, and the limit is the
+import's, not the build's:
 
-- a later build naming the same module, with ``python/`` unchanged, waits (again at most the limit) for that
-  same import rather than starting another one that would only queue behind its lock;
+- a later build naming the same module, with ``python/`` unchanged, waits for what remains of that import's
+  limit (nothing, once it passed) rather than starting another import that would only queue behind its lock; if
+  the import has finished meanwhile, its outcome is the answer;
 - once ``python/`` changed (the admin fixed the module), the import locks the stuck threads hold are dropped
   from the import system's table, so the new content imports under fresh locks. The stuck threads go on until
   their code returns (a busy loop keeps a core busy until the process restarts). If one ever finishes, the fresh
   module stays in ``sys.modules``; if its code fails instead, the import system removes the fresh module there,
   and the next build imports it again.
 
-Dropping those locks reaches into ``importlib._bootstrap._module_locks``, which CPython keeps under that name
-from 3.3 to 3.13; where it is missing, a stuck import of a module stays a problem until the process restarts.
+Dropping those locks reaches into CPython's ``importlib._bootstrap._module_locks`` (name → weak reference to a
+lock whose ``owner`` is a thread id; checked on 3.11). Where that table is missing, nothing is dropped: a module
+whose import is stuck stays a problem, even once fixed, until the process restarts.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import _imp
 import importlib
 import sys
 import threading
+import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +39,7 @@ from types import ModuleType
 class _Import:
     name: str
     digest: str | None  # of python/ when the import began; None for an installed package, whose code is fixed
+    began: float = field(default_factory=time.monotonic)
     done: threading.Event = field(default_factory=threading.Event)
     outcome: ModuleType | str = ""
     thread: threading.Thread | None = None
@@ -47,7 +52,7 @@ class _Import:
 
 
 _lock = threading.Lock()
-_stuck: dict[str, _Import] = {}  # imports that outlived their limit and still run, by module name
+_running: dict[str, _Import] = {}  # imports begun and not yet collected by a build, by module name
 
 
 def import_within(name: str, digest: str | None, timeout: float) -> ModuleType | str:
@@ -61,19 +66,18 @@ def import_within(name: str, digest: str | None, timeout: float) -> ModuleType |
     with _lock:
         if digest is not None:
             _drop_stale(digest)
-        attempt = _stuck.get(name)
+        attempt = _running.get(name)
         if attempt is None:
-            attempt = _Import(name, digest)
+            attempt = _running[name] = _Import(name, digest)
             attempt.thread = threading.Thread(target=attempt.run, name=f"gateway-import-{name}", daemon=True)
             attempt.thread.start()
-    if not attempt.done.wait(timeout):
-        with _lock:
-            _stuck[name] = attempt
-        return (f"importing module '{name}' did not finish within {timeout:g} s (import_timeout_s): its top-level "
-                f"code must not block or run long")
+    if not attempt.done.wait(max(0.0, attempt.began + timeout - time.monotonic())):
+        running = time.monotonic() - attempt.began
+        return (f"importing module '{name}' did not finish within {timeout:g} s (import_timeout_s; still running "
+                f"after {running:.0f} s): its top-level code must not block or run long")
     with _lock:
-        if _stuck.get(name) is attempt:
-            del _stuck[name]
+        if _running.get(name) is attempt:
+            del _running[name]
     return attempt.outcome
 
 
@@ -91,13 +95,13 @@ def _import(name: str) -> ModuleType | str:
 
 
 def _drop_stale(digest: str) -> None:
-    """Forget the stuck imports of local modules from an older ``python/``, with the import locks they hold."""
-    stale = [a for a in _stuck.values() if a.digest is not None and a.digest != digest]
+    """Forget the imports of local modules from an older ``python/`` still running, with the locks they hold."""
+    stale = [a for a in _running.values() if a.digest is not None and a.digest != digest]
     if not stale:
         return
     owners = {a.thread.ident for a in stale if a.thread is not None}
     for attempt in stale:
-        del _stuck[attempt.name]
+        del _running[attempt.name]
     locks = getattr(getattr(importlib, "_bootstrap", None), "_module_locks", None)
     if not isinstance(locks, dict):
         return
