@@ -23,6 +23,7 @@ from ..runtime import Gateway
 from ..settings import Settings
 from . import admin, chat, client, demo_api, landing, openapi, rest
 from .auth import is_loopback
+from .connections import server_config
 from .errors import EXCEPTION_HANDLERS
 from .mcp import McpSurface
 from .origins import OriginGuard
@@ -73,8 +74,9 @@ def serve(settings: Settings) -> None:
     log.info("serving %d tool(s) from %s (catalog %s) on http://%s:%d — REST at /tools, MCP at /mcp",
              len(gateway.catalog.tools), settings.definitions, gateway.catalog.version, host, settings.port)
     # Access lines cost a log call per request: only at debug level.
-    uvicorn.run(app, host=host, port=settings.port, log_level=settings.log_level.lower(),
-                access_log=settings.log_level.lower() == "debug", lifespan="on")
+    config = server_config(app, settings, host, log_level=settings.log_level.lower(),
+                           access_log=settings.log_level.lower() == "debug", lifespan="on")
+    uvicorn.Server(config).run()
 
 
 def bind_host(settings: Settings) -> str:
