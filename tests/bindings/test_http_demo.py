@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
 import pytest
 from support import EXAMPLES, catalog_for
 
+from gateway.address import base_url
 from gateway.context import CallContext
 from gateway.invoke import invoke
-
-SHIPPED_ORIGIN = "http://127.0.0.1:8000"
+from gateway.settings import ApiKey, Settings, hash_key
 
 
 @pytest.fixture
 def demo(upstream, tmp_path):
-    """The shipped example file, pointed at the test server (which mounts the demo API under /demo)."""
+    """The shipped example file as the gateway builds it when it serves on the test server's port (which mounts
+    the demo API under /demo)."""
     root = tmp_path / "defs"
     root.mkdir()
-    text = (EXAMPLES / "http-demo.yaml").read_text(encoding="utf-8")
-    assert text.count(SHIPPED_ORIGIN + "/demo/") == 3
-    (root / "http-demo.yaml").write_text(text.replace(SHIPPED_ORIGIN, upstream.url), encoding="utf-8")
-    return catalog_for(root)
+    (root / "http-demo.yaml").write_text((EXAMPLES / "http-demo.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    return catalog_for(root, port=upstream.port)
 
 
 def test_shipped_file_builds_cleanly(tmp_path):
@@ -72,3 +80,67 @@ async def test_invalid_arguments_never_reach_the_api(demo):
     """Arguments are checked against the input schema before any request (a 3-letter country code)."""
     result = await invoke(demo, "search_stations", {"country": "NOR"})
     assert result.is_error and "at $.country" in result.text
+
+
+@pytest.mark.parametrize(("settings", "expected"), [
+    ({}, "http://127.0.0.1:8000"),
+    ({"port": 8765}, "http://127.0.0.1:8765"),
+    ({"host": "0.0.0.0", "port": 9000}, "http://127.0.0.1:9000"),  # auth off: served on loopback only
+    ({"host": "0.0.0.0", "api_keys": (ApiKey("k", hash_key("k")),)}, "http://127.0.0.1:8000"),
+    ({"host": "10.1.2.3", "api_keys": (ApiKey("k", hash_key("k")),)}, "http://10.1.2.3:8000"),
+    ({"host": "::1", "port": 8001}, "http://[::1]:8001"),
+    ({"host": "localhost"}, "http://127.0.0.1:8000"),
+])
+def test_gateway_base_url_is_the_address_served(settings, expected):
+    """{{ gateway.base_url }} names where the gateway listens, as seen from itself: its port, and its bound
+    host (loopback where it binds every interface or is not allowed to bind another)."""
+    assert base_url(Settings(**settings)) == expected
+
+
+async def test_gateway_base_url_is_fixed_when_the_catalog_is_built(tmp_path, closed_port):
+    """The url's origin comes from the settings the catalog is built with; a call's arguments fill only the
+    path, as one segment."""
+    root = tmp_path / "defs"
+    root.mkdir()
+    (root / "http-demo.yaml").write_text((EXAMPLES / "http-demo.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    catalog = catalog_for(root, port=closed_port)
+    result = await invoke(catalog, "get_station", {"station_id": "http://evil.example:81/x"})
+    assert result.is_error and f"GET http://127.0.0.1:{closed_port}/demo/stations/http%3A%2F%2Fevil.example%3A81%2Fx" \
+        in result.text
+    assert f"127.0.0.1:{closed_port} refused the connection" in result.text
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_shipped_demo_works_on_any_port(examples_dir: Path):
+    """`tool-gateway serve --port N` (not 8000): search_stations, get_station and add_reading reach the demo API
+    of the gateway that serves them."""
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gateway", "serve", str(examples_dir), "--port", str(port), "--no-reload"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, process.communicate()[0]
+            try:
+                httpx.get(f"{url}/healthz", timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.1)
+        with httpx.Client(base_url=url, timeout=30) as client:
+            found = client.post("/tools/search_stations/call", json={"country": "NO", "limit": 1}).json()
+            station = client.post("/tools/get_station/call", json={"station_id": "reykjavik"}).json()
+            added = client.post("/tools/add_reading/call", json={"station_id": "valencia", "temperature_c": 20}).json()
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=20)
+    assert found["is_error"] is False and found["text"] == "oslo-blindern: Oslo Blindern (NO, 94 m)\n", found
+    assert station["is_error"] is False and station["result"]["name"] == "Reykjavík", station
+    assert added["is_error"] is False and added["result"]["temperature_c"] == 20, added
