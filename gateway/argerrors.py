@@ -121,8 +121,8 @@ def _union(error: ValidationError, root: Any) -> list[str]:
             return [f"at {path}: missing required property {name!r} (one of {allowed})"]
         selected = [i for i, values in enumerate(accepted) if any(_same(v, instance[name]) for v in values)]
         if not selected:
-            return [f"at {json_path([*error.absolute_path, name])}: expected one of {allowed}, "
-                    f"got {excerpt(instance[name])}"]
+            where = json_path([*error.absolute_path, name])
+            return [f"at {where}: expected one of {allowed}, got {excerpt(instance[name])}"]
     else:
         selected = [i for i, branch in enumerate(branches) if _admits(branch, instance)]
         if not selected:

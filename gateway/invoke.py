@@ -15,6 +15,7 @@ import datetime as dt
 import enum
 import json
 import logging
+import math
 import time
 import uuid
 import weakref
@@ -203,7 +204,7 @@ def to_json(value: Any) -> Any:
     if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             raise TypeError(f"{value} has no JSON representation")
         return value
     if isinstance(value, dict):

@@ -87,7 +87,7 @@ class HeadDeadlineProtocol(H11Protocol):
             return
         partial, _ = self.conn.trailing_data
         log.debug("closing a connection from %s: no complete request head within %g s (%d bytes of one)",
-                  "%s:%d" % self.client if self.client else "?", self.header_timeout_s, len(partial))
+                  "{}:{}".format(*self.client) if self.client else "?", self.header_timeout_s, len(partial))
         if partial:  # a client that began a request hears why it ends; one that sent nothing is just closed
             self.transport.write(REQUEST_TIMEOUT)
         self.transport.close()

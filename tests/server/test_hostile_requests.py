@@ -229,6 +229,25 @@ def test_valid_ids_are_still_answered(hostile):
             assert answer.status_code == 200 and answer.json()["id"] == request_id
 
 
+@pytest.mark.parametrize(("arguments", "said"), [(b'{"s": "\\ud800"}', "$.params.arguments.s"),
+                                             (b'{"s": "a", "s": "b"}', "duplicate key 's'")],
+                         ids=["lone surrogate", "duplicate key"])
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+def test_mcp_bodies_are_held_to_the_same_json_rules(hostile, revision, arguments, said):
+    """An MCP tools/call whose body has a lone surrogate or a duplicate key is a 400 parse error saying which,
+    on both revisions, as on REST."""
+    with httpx.Client(base_url=hostile.url, timeout=10) as http:
+        headers = STATELESS if revision == "2026-07-28" else HANDSHAKE | _initialize(http)
+        meta = json.dumps({"_meta": ENVELOPE} if revision == "2026-07-28" else {})[1:-1]
+        body = (b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "echo", "arguments": '
+                + arguments + (b", " + meta.encode() if meta else b"") + b"}}")
+        answer = http.post("/mcp", content=body, headers=headers | {"Mcp-Method": "tools/call", "Mcp-Name": "echo",
+                                                                    "Content-Type": "application/json"})
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error["code"] == -32700 and said in error["message"]
+
+
 # -- F14: disconnects ---------------------------------------------------------------------------------------
 
 
