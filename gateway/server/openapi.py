@@ -134,7 +134,7 @@ def _paths(settings: Settings) -> dict[str, Any]:
             "responses": {
                 "200": {"description": "The completion; with stream: true, chat.completion.chunk events.",
                         "content": {JSON: {"schema": _ref("ChatCompletion")},
-                                    "text/event-stream": {"schema": {"type": "string"}}}},
+                                    "text/event-stream": {"schema": _ref("ChatStreamEvent")}}},
                 # The Origin guard answers before the endpoint, in the REST shape.
                 **_errors(400, *auth, 404, 413, 502, 503, 504, shape="ChatError"), **_errors(*GUARDED)}}},
         "/v1/models": {"get": {
@@ -212,6 +212,10 @@ def _schemas() -> dict[str, Any]:
                            "properties": {"id": string, "object": {"const": "chat.completion"}, "created": integer,
                                           "model": string, "choices": {"type": "array"}, "usage": {"type": "object"},
                                           "tool_executions": {"type": "array", "items": {"type": "object"}}}},
+        # An OpenAPI 3.1 event-stream schema describes one event (its fields as a server-sent event).
+        "ChatStreamEvent": {"type": "object", "required": ["data"], "properties": {"data": {
+            "type": "string", "description": "A chat.completion.chunk (JSON), an {\"error\": ...} object after a "
+                                             "failure mid-stream, or [DONE] last."}}},
         "ModelList": {"type": "object", "required": ["object", "data"], "properties": {
             "object": {"const": "list"}, "data": {"type": "array", "items": {
                 "type": "object", "required": ["id", "object", "owned_by"],

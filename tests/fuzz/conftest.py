@@ -52,7 +52,8 @@ def fuzz_server(tmp_path_factory: pytest.TempPathFactory, always_llm: AlwaysAnsw
     gateway = Gateway(Settings(definitions=definitions, reload=False, providers={"default": provider}))
     with serving(create_app(gateway), lifespan="on") as server, httpx.Client(base_url=server.url, timeout=30) as client:
         demo = definitions / "http-demo.yaml"
-        demo.write_text(demo.read_text().replace("http://127.0.0.1:8000", server.url))
+        # Settings.port is not the free port served here, so the tools get this server's address written in.
+        demo.write_text(demo.read_text().replace("{{ gateway.base_url }}", server.url))
         reloaded = client.post("/admin/reload").json()
         assert reloaded["ok"] and reloaded["changed"], reloaded
         yield FuzzServer(server.url, gateway, definitions, client)
