@@ -12,7 +12,6 @@ import json
 from typing import Any
 
 import httpx
-import pytest
 from fuzz_support import FuzzServer, fuzz, json_values
 from hypothesis import given
 from hypothesis import strategies as st
@@ -64,7 +63,6 @@ def test_any_body_to_a_tool_call_is_a_documented_answer(fuzz_server: FuzzServer,
     check_rest_answer(fuzz_server, fuzz_server.call(tool_id, body))
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10 F5 (surrogates), 12 (duplicate keys, deep nesting): fixes in flight")
 @fuzz(30)
 @given(tool_id=st.sampled_from(TOOL_IDS), body=hostile_bodies)
 def test_hostile_body_to_a_tool_call_is_a_documented_answer(fuzz_server: FuzzServer, tool_id: str, body: bytes
