@@ -7,8 +7,8 @@ with ``TemplateTooCostly``.
 
 ``run_bounded(work, deadline)`` runs a piece of work that renders templates (an HTTP request's parts, a
 response template) so that it cannot hold the event loop: it first runs inline for ``INLINE_SLICE_S`` (the
-common template is done in microseconds, and a thread hop would cost more), and if that is not enough it starts
-over in a worker thread, bounded by ``RENDER_TIME_S`` and the caller's deadline. Each single operation is kept
+common template is done in microseconds, and a thread hop would cost more), and if that is not enough — or a
+filter is about to work on a large input (``INLINE_MAX_INPUT``) — it starts over in a worker thread, bounded by ``RENDER_TIME_S`` and the caller's deadline. Each single operation is kept
 short by the sandbox's size limits; a long render is many operations, so the thread gives the GIL back to the
 event loop every few milliseconds (``sys.getswitchinterval()``) and stops itself at its deadline, even when the
 caller has stopped waiting (a tool's timeout).
@@ -32,6 +32,9 @@ T = TypeVar("T")
 
 RENDER_TIME_S = 1.0  # one render, however long the tool's timeout: a longer one is a runaway template
 INLINE_SLICE_S = 0.002  # how long a render may run on the event loop before it moves to a worker thread
+# A filter given more characters and members than this moves an inline render to a worker thread before it
+# runs: once running, one filter call (a sort, striptags, urlize over a large text) cannot be interrupted.
+INLINE_MAX_INPUT = 2_000
 MAX_PRODUCED = 8_000_000  # characters and items one render may make in all (each value is capped by the sandbox)
 COMPILE_TIME_S = 0.5  # Jinja computes constant expressions while compiling: the most it may spend on one template
 # What compiling may make per character of the template's source (constant folding of `'ab' | upper` and the like).
@@ -70,6 +73,11 @@ class Budget:
         if now > self.deadline:
             raise TemplateTooCostly(f"the template ran longer than {self.time_s:.2g} s (a loop or recursion too "
                                     "large for a template)")
+
+    @property
+    def inline(self) -> bool:
+        """Whether this render runs on the event loop (it then hands over to a thread when it gets long)."""
+        return self.slice_end is not None
 
     def spend(self, size: int) -> None:
         self.produced += size

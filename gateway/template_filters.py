@@ -12,22 +12,24 @@ from collections.abc import Callable
 from pprint import PrettyPrinter
 from typing import Any
 
-from jinja2 import pass_eval_context
+from jinja2 import pass_environment, pass_eval_context
 from jinja2.filters import FILTERS, make_attrgetter
 from markupsafe import Markup
 
-from .render_budget import current
+from .render_budget import INLINE_MAX_INPUT, SliceSpent, current
 from .template_limits import (
     CappedText,
     check,
     check_join,
     check_percent,
     check_replace,
+    check_scanned,
     check_sortable,
     check_strip_chars,
     check_sum_start,
     check_width,
     measured,
+    size,
 )
 
 # Results of these filters are (parts of) their input, not something new: they are not measured.
@@ -82,6 +84,7 @@ def dumps(value: Any, **options: Any) -> str:
 def _wordwrap_cost(s: Any, width: int = 79, break_long_words: bool = True, wrapstring: str | None = None,
                    *_: Any, **__: Any) -> None:
     text = str(s)
+    check_scanned("wordwrap", text)
     words = text.split()
     longest = max(map(len, words), default=0)
     width = max(width, 1) if isinstance(width, int) else 1
@@ -106,22 +109,39 @@ _FILTER_CHECKS: dict[str, Callable[..., None]] = {
     "batch": lambda value, linecount, fill_with=None: check_width(f"batch({linecount!r})", linecount),
     "slice": lambda eval_ctx, value, slices, fill_with=None: check_width(f"slice({slices!r})", slices),
     "trim": lambda value, chars=None: check_strip_chars(chars),
-    "sort": lambda environment, value, *args, **kwargs: check_sortable(value),
     "dictsort": lambda value, *args, **kwargs: check_sortable(value),
-    "groupby": lambda environment, value, *args, **kwargs: check_sortable(value),
+    "title": lambda s: check_scanned("title", str(s)),
     "sum": lambda environment, iterable, attribute=None, start=0: check_sum_start(start),
 }
+def _sorting(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A filter that sorts its input (``sort``, ``groupby``), given it as a list of at most MAX_SORTED items."""
+
+    @pass_environment
+    @functools.wraps(function)
+    def sorting(environment: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
+        items = list(value)
+        check_sortable(items)
+        return function(environment, items, *args, **kwargs)
+
+    return sorting
+
+
 _REPLACED_FILTERS: dict[str, Callable[..., Any]] = {"join": _filter_join, "striptags": _filter_striptags,
-                                                    "pprint": _filter_pprint}
+                                                    "pprint": _filter_pprint, "sort": _sorting(FILTERS["sort"]),
+                                                    "groupby": _sorting(FILTERS["groupby"])}
 
 
 def _guarded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
     check = _FILTER_CHECKS.get(name)
     measure = name not in _SELECTING_FILTERS
+    value_at = 0 if getattr(function, "jinja_pass_arg", None) is None else 1  # after what Jinja passes first
 
     @functools.wraps(function)  # keeps jinja_pass_arg, so Jinja passes the context as before
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        current().tick()
+        budget = current()
+        budget.tick()
+        if budget.inline and len(args) > value_at and size(args[value_at], INLINE_MAX_INPUT) > INLINE_MAX_INPUT:
+            raise SliceSpent  # a large input: this filter runs in a worker thread, where it can be interrupted
         if check is not None:
             check(*args, **kwargs)
         result = function(*args, **kwargs)
