@@ -131,15 +131,14 @@ def guard(tree: nodes.Template, env: ImmutableSandboxedEnvironment) -> nodes.Tem
 
 
 def _capped_concat(pieces: Iterable[str]) -> str:
-    """Joins a render's output (and macro, block and ``{% set %}`` bodies), refusing past ``MAX_SIZE``."""
-    kept, length = [], 0
-    for piece in pieces:
-        length += len(piece)
-        if length > MAX_SIZE:
-            raise too_large("the rendered text", length)
-        kept.append(piece)
+    """Joins a render's output (and macro, block and ``{% set %}`` bodies), refusing past ``MAX_SIZE`` before
+    the join allocates. The pieces are references to strings already made (and counted when made)."""
+    pieces = pieces if isinstance(pieces, list) else list(pieces)
+    length = sum(map(len, pieces))
+    if length > MAX_SIZE:
+        raise too_large("the rendered text", length)
     current().spend(length)
-    return "".join(kept)
+    return "".join(pieces)
 
 
 class BoundedSandbox(ImmutableSandboxedEnvironment):
@@ -198,17 +197,18 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
 
 def _bounded_finalize(inner: Callable[[Any], Any] | None) -> Callable[[Any], str]:
-    """Output of ``{{ ... }}``: converted to text here (Jinja would do it after), so its size is counted."""
+    """Output of ``{{ ... }}``: a value that is not yet text is converted here (Jinja would do it after), so the
+    text it makes is counted (a loop printing a large list would otherwise make a copy per item, uncounted)."""
 
     def finalize(value: Any) -> str:
         if inner is not None:
             value = inner(value)
-        text = value if isinstance(value, str) else str(value)
-        budget = current()
-        budget.tick()
+        if type(value) is str:  # already made (and counted), or given: nothing new
+            return value
+        text = str(value)
         if len(text) > MAX_SIZE:
             raise too_large("the output", len(text))
-        budget.spend(len(text))
+        current().spend(len(text))
         return text
 
     return finalize
