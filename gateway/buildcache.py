@@ -3,7 +3,7 @@
 Two caches, both answering by content so that a catalog stays a pure function of the files it was built from:
 
 - ``FileDigests``: the SHA-256 of a file, read again only when its stat signature (mtime, ctime, size, inode)
-  changed. A file changed within the last ``SETTLE_NS`` is always read again: file-system clocks tick coarsely
+  changed, and never when it is too large or not a regular file (``read_bounded``). A file changed within the last ``SETTLE_NS`` is always read again: file-system clocks tick coarsely
   (a few milliseconds), so two same-sized writes in one tick would otherwise look like one (git's "racily
   clean" entries).
 - ``BuildCache``: built ``Tool`` objects keyed by their definition (the loader returns the very same
@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from stat import S_ISREG
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,30 @@ if TYPE_CHECKING:
     from .definitions import ToolDefinition
 
 SETTLE_NS = 2_000_000_000
+
+
+class FileRefused(OSError):
+    """A file that is not read: larger than allowed, or not a regular file (a pipe would block the reader)."""
+
+
+def read_bounded(path: str, max_bytes: int | None) -> bytes:
+    """The bytes of the regular file at ``path``, judged by its size before any byte is read."""
+    # O_NONBLOCK: opening a named pipe must not wait for a writer; fstat then judges what was opened.
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(descriptor, "rb") as file:
+        stat = os.fstat(descriptor)
+        if not S_ISREG(stat.st_mode):
+            raise FileRefused("not a regular file: not read")
+        if max_bytes is not None and stat.st_size > max_bytes:
+            raise FileRefused(_too_large(stat.st_size, max_bytes))
+        data = file.read() if max_bytes is None else file.read(max_bytes + 1)
+    if max_bytes is not None and len(data) > max_bytes:  # grew since fstat
+        raise FileRefused(_too_large(len(data), max_bytes))
+    return data
+
+
+def _too_large(size: int, max_bytes: int) -> str:
+    return f"file of {size:,} bytes is larger than max_file_bytes ({max_bytes:,}): not read"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,18 +78,19 @@ class FileDigests:
         """The file's SHA-256 (hex); raises ``OSError`` when it cannot be read."""
         return self.read(path)[0]
 
-    def read(self, path: str | os.PathLike[str]) -> tuple[str, bytes | None]:
-        """The file's digest, and its bytes when they had to be read (None when the digest was known)."""
+    def read(self, path: str | os.PathLike[str], max_bytes: int | None = None, *,
+             force: bool = False) -> tuple[str, bytes | None]:
+        """The file's digest, and its bytes when they had to be read (None when the digest was known, unless
+        ``force``). Raises ``OSError``; ``FileRefused`` for a file over ``max_bytes`` or not a regular file."""
         key = os.fspath(path)
         self._touched.add(key)
         # Stat before reading: a change after the stat shows in the next stat, so it is never missed.
         stat = os.stat(key)
         signature = (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino)
         seen = self._seen.get(key)
-        if seen is not None and seen.settled and seen.signature == signature:
+        if not force and seen is not None and seen.settled and seen.signature == signature:
             return seen.digest, None
-        with open(key, "rb") as file:
-            data = file.read()
+        data = read_bounded(key, max_bytes)
         digest = hashlib.sha256(data).hexdigest()
         settled = time.time_ns() - max(stat.st_mtime_ns, stat.st_ctime_ns) > SETTLE_NS
         self._seen[key] = _Seen(signature, digest, settled)

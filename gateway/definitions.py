@@ -3,6 +3,10 @@
 Loading is the first of two phases (the second is ``build_catalog``): every file is parsed and checked on its
 own, then the files are checked against each other. Each file's outcome depends on its bytes alone, so it is
 cached by content hash: reloading a directory of 10,000 tools re-parses only the files that changed.
+
+What a file may cost is bounded (``YamlLimits``: its size, read from ``stat`` before any byte; its nodes with
+aliases expanded), and only files whose real path lies inside the real definitions directory are read: the
+rule browser scripts follow (``gateway.paths``).
 """
 
 from __future__ import annotations
@@ -17,11 +21,15 @@ from typing import Any
 
 from . import checks
 from .bindings import SERVER_BINDINGS
-from .buildcache import FileDigests
+from .buildcache import FileDigests, FileRefused
 from .errors import Problem
+from .paths import outside_message, real_inside
+from .settings import Settings
+from .yamlbudget import YamlLimits
 from .yamlsource import YamlDocument, parse_yaml
 
 YAML_SUFFIXES = (".yaml", ".yml")
+DEFAULT_LIMITS = YamlLimits.from_settings(Settings())
 
 
 class Scope(str, Enum):
@@ -107,10 +115,10 @@ class Definitions:
 
 
 
-def parse_definitions(file: str, text: str) -> FileDefinitions:
+def parse_definitions(file: str, text: str, limits: YamlLimits = DEFAULT_LIMITS) -> FileDefinitions:
     """Parse and check one definitions file on its own."""
     digest = hashlib.sha256(text.encode()).hexdigest()
-    document, problems = parse_yaml(file, text)
+    document, problems = parse_yaml(file, text, limits)
     if document is None:
         return FileDefinitions(file, digest, (), tuple(problems))
     shape_problems, misshapen = checks.check_document(document)
@@ -161,27 +169,47 @@ def _definition(raw: dict[str, Any], document: YamlDocument, index: int) -> Tool
     )
 
 
-def _yaml_files(root: Path) -> list[tuple[str, str]]:
-    """(path, path shown in messages: relative to ``root``, with '/') of every YAML file below ``root``.
+def _yaml_files(root: Path) -> tuple[list[tuple[str, str]], list[Problem]]:
+    """(path, path shown in messages: relative to ``root``, with '/') of every YAML file below ``root``, and a
+    problem for each link that leads outside it.
 
-    Stable order; hidden files and directories are skipped. Symlinked directories are followed, so a Kubernetes
-    ConfigMap mount (files linked through ``..data``) works; its hidden ``..<timestamp>`` directories are not
-    read twice.
+    Stable order (a directory's files, then its subdirectories, by name); hidden files and directories are
+    skipped. Links are followed while they stay inside the real definitions directory, so a Kubernetes ConfigMap
+    mount (names linked through ``..data`` to a hidden ``..<timestamp>`` directory) works. A YAML file linked
+    from outside is an error, as a browser script there is; a directory linked from outside is not searched and
+    a warning says so (it may be ``python/``, whose modules the python binding finds under its own rule).
     """
+    base = os.path.realpath(root)
     found: list[tuple[str, str]] = []
+    refused: list[Problem] = []
     visited: set[str] = set()  # real directories already walked: a symlink loop is walked once
-    for directory, dirnames, filenames in os.walk(root, followlinks=True):
+    pending = [(str(root), "")]
+    while pending:
+        directory, prefix = pending.pop()
         real = os.path.realpath(directory)
         if real in visited:
-            dirnames[:] = []
             continue
         visited.add(real)
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        relative = os.path.relpath(directory, root).replace(os.sep, "/")
-        prefix = "" if relative == "." else relative + "/"
-        found += ((os.path.join(directory, f), prefix + f) for f in sorted(filenames)
-                  if f.endswith(YAML_SUFFIXES) and not f.startswith("."))
-    return found
+        try:
+            entries = sorted((e for e in os.scandir(directory) if not e.name.startswith(".")), key=lambda e: e.name)
+        except OSError:  # vanished or unreadable since it was listed: the next build settles it
+            continue
+        subdirectories = []
+        for entry in entries:
+            shown = prefix + entry.name
+            is_yaml = entry.name.endswith(YAML_SUFFIXES)
+            if entry.is_dir():
+                if not entry.is_symlink() or real_inside(entry.path, base):
+                    subdirectories.append((entry.path, shown + "/"))
+                else:
+                    refused.append(Problem(shown + "/", 1, 1, outside_message(entry.path, "its files are not loaded"),
+                                           "warning"))
+            elif is_yaml and entry.is_symlink() and not real_inside(entry.path, base):
+                refused.append(Problem(shown, 1, 1, outside_message(entry.path, "not loaded")))
+            elif is_yaml:
+                found.append((entry.path, shown))
+        pending += reversed(subdirectories)
+    return found, refused
 
 
 class DefinitionsCache:
@@ -195,13 +223,15 @@ class DefinitionsCache:
         self._files: dict[tuple[str, str], FileDefinitions] = {}
         self._digests = FileDigests()
 
-    def load(self, path: str, file: str) -> FileDefinitions:
-        """The definitions in the file at ``path`` (shown as ``file``); raises ``OSError`` if it cannot be read."""
-        digest, data = self._digests.read(path)
+    def load(self, path: str, file: str, limits: YamlLimits) -> FileDefinitions:
+        """The definitions in the file at ``path`` (shown as ``file``); raises ``OSError`` if it cannot be read,
+        ``FileRefused`` if it is larger than ``limits`` allow or not a regular file."""
+        digest, data = self._digests.read(path, limits.max_file_bytes)
         cached = self._files.get((file, digest))
         if cached is None:
-            data = data if data is not None else Path(path).read_bytes()
-            cached = self._files[file, digest] = _parse_bytes(file, data)
+            if data is None:  # its digest is known from an earlier read, but it was not parsed under this name
+                data = self._digests.read(path, limits.max_file_bytes, force=True)[1] or b""
+            cached = self._files[file, digest] = _parse_bytes(file, data, limits)
         return cached
 
     def retain(self, keep: Iterable[FileDefinitions]) -> None:
@@ -211,15 +241,16 @@ class DefinitionsCache:
         self._digests.sweep()
 
 
-def _parse_bytes(file: str, data: bytes) -> FileDefinitions:
+def _parse_bytes(file: str, data: bytes, limits: YamlLimits) -> FileDefinitions:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return FileDefinitions(file, hashlib.sha256(data).hexdigest(), (), (Problem(file, 1, 1, f"not UTF-8: {exc}"),))
-    return parse_definitions(file, text)
+    return parse_definitions(file, text, limits)
 
 
-def load_definitions(root: str | os.PathLike[str], cache: DefinitionsCache | None = None) -> Definitions:
+def load_definitions(root: str | os.PathLike[str], cache: DefinitionsCache | None = None, *,
+                     limits: YamlLimits = DEFAULT_LIMITS) -> Definitions:
     """Load every definitions file below ``root``, collecting every problem (never stopping at the first)."""
     root = Path(root)
     if not root.is_dir():
@@ -227,12 +258,15 @@ def load_definitions(root: str | os.PathLike[str], cache: DefinitionsCache | Non
         return Definitions(root, (), (problem,))
     cache = cache if cache is not None else DefinitionsCache()
     files: list[FileDefinitions] = []
-    problems: list[Problem] = []
-    for path, shown in _yaml_files(root):
+    paths, problems = _yaml_files(root)
+    for path, shown in paths:
         try:
-            parsed = cache.load(path, shown)
+            parsed = cache.load(path, shown, limits)
         except FileNotFoundError:
             continue  # deleted since listing, or a dangling link (a ConfigMap key mid-removal): not there
+        except FileRefused as exc:
+            problems.append(Problem(shown, 1, 1, str(exc)))
+            continue
         except OSError as exc:  # unreadable
             problems.append(Problem(shown, 1, 1, f"cannot read file: {exc.strerror}"))
             continue

@@ -4,19 +4,28 @@ One ``Gateway`` per process. Surfaces read ``gateway.catalog`` once per request 
 end, so a swap never changes a call in flight. ``reload()`` builds the next catalog beside the current one and
 swaps a single reference only if the whole build succeeded; listeners (MCP ``list_changed``) hear of real
 changes only, not of failed or no-op builds.
+
+A build runs admin code (module imports) and may never end, so it runs in a daemon thread (``gateway.daemon``)
+and is waited for ``reload_timeout_s`` at most. A build that takes longer is abandoned: the outcome says it
+timed out, the last good catalog keeps serving, and the caches that build held are dropped with it, so that
+whatever it does later touches nothing the next build uses. The first build, in ``__init__``, has the same
+budget; when it runs out there is nothing to serve, and ``DefinitionsInvalid`` says why.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
+from . import daemon
 from .bindings import BuildEnv
 from .buildcache import BuildCache
 from .catalog import Catalog, build_catalog
@@ -24,6 +33,7 @@ from .definitions import DefinitionsCache, load_definitions
 from .errors import DefinitionsInvalid, Problem
 from .settings import Settings
 from .upstream import new_client
+from .yamlbudget import YamlLimits
 
 log = logging.getLogger("gateway")
 Listener = Callable[[Catalog], Awaitable[None]]
@@ -38,11 +48,13 @@ class ReloadOutcome:
     warnings: tuple[Problem, ...] = ()
     duration_s: float = 0.0
     at: float = field(default_factory=time.time)
+    timed_out: bool = False  # the build ran past reload_timeout_s and was abandoned
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
             "changed": self.changed,
+            "timed_out": self.timed_out,
             "version": self.version,
             "problems": [p.as_dict() | {"text": str(p)} for p in self.problems],
             "warnings": [p.as_dict() | {"text": str(p)} for p in self.warnings],
@@ -56,13 +68,20 @@ class Gateway:
         self.settings = settings
         self.bridge: Any = None  # gateway.bridge.Bridge, set by the server when it starts
         self._http: httpx.AsyncClient | None = None
-        self._cache = DefinitionsCache()
-        self._built = BuildCache()
+        # What a build reuses from the builds before it: handed to each build as it is started, replaced when a
+        # build is abandoned (it may still be running, and caches serve one build at a time).
+        self._caches = (DefinitionsCache(), BuildCache())
+        self._handed = threading.local()  # in a build's thread: the caches it was handed
+        self._abandoned: list[Future[Catalog]] = []  # timed-out builds, until their threads end
         self._listeners: list[Listener] = []
         self._lock = asyncio.Lock()
         self._notify_lock = asyncio.Lock()
         self._next: asyncio.Future[ReloadOutcome] | None = None
-        self.catalog = self._build()  # the first build must succeed: there is nothing older to serve
+        # The first build must succeed: there is nothing older to serve.
+        try:
+            self.catalog = self._start_build().result(settings.reload_timeout_s)
+        except TimeoutError:
+            raise DefinitionsInvalid([self._timeout_problem()]) from None
         self.last_reload = ReloadOutcome(True, True, self.catalog.version, warnings=self.catalog.warnings)
 
     def http_client(self) -> httpx.AsyncClient:
@@ -75,11 +94,30 @@ class Gateway:
             )
         return self._http
 
+    def _start_build(self) -> Future[Catalog]:
+        caches = self._caches  # taken here: a build abandoned before its thread ran never sees its successor's
+
+        def run() -> Catalog:
+            self._handed.caches = caches
+            return self._build()
+
+        return daemon.start(run, "gateway-build")
+
     def _build(self) -> Catalog:
+        """Load and build from disk, in a build thread, with the caches that build was handed."""
+        loaded, built = getattr(self._handed, "caches", self._caches)
         env = BuildEnv(settings=self.settings, root=self.settings.definitions, http_client=self.http_client,
                        bridge=self)
-        return build_catalog(load_definitions(self.settings.definitions, self._cache), self.settings, env,
-                             self._built)
+        definitions = load_definitions(self.settings.definitions, loaded,
+                                       limits=YamlLimits.from_settings(self.settings))
+        return build_catalog(definitions, self.settings, env, built)
+
+    def _timeout_problem(self) -> Problem:
+        stuck = sum(not build.done() for build in self._abandoned)
+        still = f"; {stuck} abandoned build(s) still running" if stuck else ""
+        return Problem(str(self.settings.definitions), 1, 1,
+                       f"reload timed out: the build ran longer than reload_timeout_s "
+                       f"({self.settings.reload_timeout_s:g} s) and was abandoned{still}")
 
     def on_change(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -99,9 +137,12 @@ class Gateway:
         async with self._lock:
             self._next = None  # a trigger from now on may follow a write this build has already missed
             started = time.perf_counter()
+            build = self._start_build()
             try:
-                # Building imports modules and reads files: keep it off the event loop.
-                catalog = await asyncio.to_thread(self._build)
+                # Building imports modules and reads files: off the event loop, and under a time budget.
+                catalog = await asyncio.wait_for(asyncio.wrap_future(build), self.settings.reload_timeout_s)
+            except TimeoutError:
+                return self._abandon(build, started)
             except DefinitionsInvalid as exc:
                 return self._failed(exc.problems, started)
             except Exception as exc:  # a bug or an OS error mid-build: the last good catalog keeps serving
@@ -131,13 +172,21 @@ class Gateway:
             self._notify_lock.release()
         return outcome
 
-    def _failed(self, problems: tuple[Problem, ...], started: float) -> ReloadOutcome:
+    def _abandon(self, build: Future[Catalog], started: float) -> ReloadOutcome:
+        """Give up on a build that ran out of time: it keeps its caches (it may use them still); later builds
+        start from fresh ones, and its result, if one ever comes, is dropped."""
+        self._caches = (DefinitionsCache(), BuildCache())
+        self._abandoned = [b for b in self._abandoned if not b.done()] + [build]
+        return self._failed((self._timeout_problem(),), started, timed_out=True)
+
+    def _failed(self, problems: tuple[Problem, ...], started: float, *, timed_out: bool = False) -> ReloadOutcome:
         if not self.last_reload.ok and self.last_reload.problems == problems:
             log.warning("reload failed again with the same %d problem(s)", len(problems))
         else:
             for problem in problems:
                 log.error("reload failed: %s", problem)
-        outcome = ReloadOutcome(False, False, self.catalog.version, problems, duration_s=time.perf_counter() - started)
+        outcome = ReloadOutcome(False, False, self.catalog.version, problems, duration_s=time.perf_counter() - started,
+                                timed_out=timed_out)
         self.last_reload = outcome
         return outcome
 

@@ -1,6 +1,7 @@
 """YAML files that can say where each of their values came from.
 
-Parsing uses PyYAML's C loader when it is available. Positions are not recorded while parsing (that would cost
+Parsing uses PyYAML's C loader when it is available, within the limits of ``gateway.yamlbudget``: a text that
+could cost more than its size (aliases, deep nesting) is measured before it is built. Positions are not recorded while parsing (that would cost
 time and memory on every load, for the rare file that is wrong): the first time a problem needs one, the file
 is composed again into a node tree and the node at a JSON path is found there.
 """
@@ -14,6 +15,7 @@ from typing import Any
 import yaml
 
 from .errors import Problem
+from .yamlbudget import YamlLimits, event_problem, plan, tree_problem
 
 try:
     _BaseLoader: type = yaml.CSafeLoader
@@ -85,11 +87,27 @@ def _child(node: yaml.Node | None, step: str | int) -> tuple[yaml.Node | None, y
     return None, None
 
 
-def parse_yaml(file: str, text: str) -> tuple[YamlDocument | None, list[Problem]]:
-    """Parse one YAML text; return the document (None when it does not parse) and its problems."""
+def parse_yaml(file: str, text: str, limits: YamlLimits) -> tuple[YamlDocument | None, list[Problem]]:
+    """Parse one YAML text; return the document (None when it does not parse or goes over a limit) and its problems."""
+    if len(text) > limits.max_file_bytes:  # characters: each is a byte or more
+        return None, [Problem(file, 1, 1, f"text of {len(text):,} characters is more than max_file_bytes "
+                                          f"({limits.max_file_bytes:,})")]
+    measure = plan(text, limits)
+    if measure.events:
+        loader = _BaseLoader(text)
+        try:
+            excess = event_problem(loader, limits)
+        finally:
+            loader.dispose()
+        if excess is not None:
+            return None, [excess.problem(file)]
     loader = _Loader(text)
     try:
-        data = loader.get_single_data()
+        node = loader.get_single_node()
+        excess = tree_problem(node, limits) if measure.tree and node is not None else None
+        if excess is not None:
+            return None, [excess.problem(file)]
+        data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
