@@ -8,6 +8,7 @@ directory runs in well under two minutes.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,9 @@ from gateway.runtime import Gateway
 
 
 def fuzz(max_examples: int) -> settings:
-    """Hypothesis settings for a bounded, reproducible run of ``max_examples`` examples."""
+    """Hypothesis settings for a bounded, reproducible run of ``max_examples`` examples (times the environment's
+    ``GATEWAY_FUZZ_SCALE``, for a deeper run by hand: ``GATEWAY_FUZZ_SCALE=20 python -m pytest tests/fuzz``)."""
+    max_examples *= int(os.environ.get("GATEWAY_FUZZ_SCALE", "1"))
     # No explain phase: it re-runs a failing test many times to annotate lines, and CI has a time budget.
     return settings(max_examples=max_examples, derandomize=True, database=None, deadline=None,
                     phases=[Phase.explicit, Phase.generate, Phase.target, Phase.shrink],
