@@ -163,7 +163,7 @@ def remember(names: Collection[str]) -> None:
             _logging_redacted = True
 
 
-def known_values() -> dict[str, str]:
+def _known_values() -> dict[str, str]:
     """The current values of every secret named so far."""
     environ = os.environ
     return {name: environ[name] for name in list(_known) if environ.get(name)}
@@ -176,7 +176,7 @@ def _redact_log_records() -> None:
 
     def redacted_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = make_record(*args, **kwargs)
-        values = known_values()
+        values = _known_values()
         if values:
             _redact_record(record, values)
         return record

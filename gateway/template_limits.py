@@ -31,7 +31,8 @@ _PERCENT_SPEC = re.compile(rb"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d*))?[hl
 
 
 def too_large(what: str, size: float, limit: int = MAX_SIZE) -> TemplateTooCostly:
-    return TemplateTooCostly(f"{what} would make {_amount(size)}, more than a template may make ({limit:,})")
+    return TemplateTooCostly(f"{what} would make a value of {_amount(size)} characters and members, more than a "
+                             f"template may make ({limit:,})")
 
 
 def _amount(size: float) -> str:

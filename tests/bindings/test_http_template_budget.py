@@ -37,7 +37,7 @@ async def test_costly_constant_compiles_at_once(tmp_path, upstream):
     settings = Settings(definitions=root)
     catalog = build_catalog(load_definitions(root), settings)
     result = await invoke(catalog, "t", {})
-    assert result.is_error and "TemplateTooCostly: repeating a str 1000000000 times would make" in result.text
+    assert result.is_error and "TemplateTooCostly: repeating a str 1000000000 times would make a value of" in result.text
 
 
 async def test_huge_power_is_an_error_result_and_the_server_keeps_answering(tmp_path, upstream):
