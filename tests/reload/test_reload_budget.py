@@ -164,3 +164,22 @@ def test_gateway_without_a_first_catalog_in_time_raises_definitions_invalid(defs
         assert "reload timed out" in str(caught.value.problems[0])
     finally:
         release.set()
+
+
+async def test_alias_bomb_dropped_into_a_served_directory_is_a_problem_and_later_edits_apply(defs, serve):
+    """A billion-laughs file written next to served definitions fails its reload with a file:line:col problem on
+    /status; deleting it and editing another file is then picked up as usual."""
+    served = serve(defs)
+    levels = ["&l0 [" + ", ".join(['"lol"'] * 9) + "]"]
+    levels += [f"&l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, 9)]
+    write(defs / "bomb.yaml", tool_yaml("boom") + "    tags: [" + ", ".join(levels) + ", *l8]\n")
+    await until(lambda: not served.gateway.last_reload.ok, "the bomb's reload to fail")
+    async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
+        last = (await http.get("/status")).json()["last_reload"]
+        assert [p["text"].split(":")[:2] for p in last["problems"]] == [["bomb.yaml", "7"]]
+        assert "max_yaml_nodes" in last["problems"][0]["text"]
+
+        (defs / "bomb.yaml").unlink()
+        write(defs / "main.yaml", tool_yaml("echo", "after_bomb"))
+        await until(lambda: "after_bomb" in served.gateway.catalog.tools, "the next edit served")
+        assert (await http.get("/status")).json()["last_reload"]["ok"]
