@@ -111,6 +111,7 @@ _FILTER_CHECKS: dict[str, Callable[..., None]] = {
     "trim": lambda value, chars=None: check_strip_chars(chars),
     "dictsort": lambda value, *args, **kwargs: check_sortable(value),
     "title": lambda s: check_scanned("title", str(s)),
+    "urlize": lambda eval_ctx, value, *args, **kwargs: check_scanned("urlize", str(value)),
     "sum": lambda environment, iterable, attribute=None, start=0: check_sum_start(start),
 }
 def _sorting(function: Callable[..., Any]) -> Callable[..., Any]:

@@ -4,7 +4,7 @@
     MAX_SIZE         characters and members (counted through nested lists and mappings) of one value made
     MAX_INT_BITS     one integer
     MAX_SORTED       items one sort may take (its cost is n log n comparisons in one C call)
-    MAX_SCANNED      characters of text one regular-expression filter (wordwrap, title) may scan in one call
+    MAX_SCANNED      characters one regular-expression filter (wordwrap, title, urlize) may scan in one call
     MAX_STRIP_CHARS  the ``chars`` of strip/trim (each character of the text is looked up in them)
 
 Each check estimates the size of the result from the operands (``'x' * n`` makes ``n`` characters) and raises
@@ -23,7 +23,7 @@ from .render_budget import TemplateTooCostly, current
 MAX_SIZE = 1_000_000
 MAX_INT_BITS = 16_384  # ~4,900 decimal digits, a little over what Python will print (4,300)
 MAX_SORTED = 10_000  # ~10 ms of sorting, which holds the GIL throughout
-MAX_SCANNED = 100_000  # ~13 ms of textwrap's regular expression, which holds the GIL throughout
+MAX_SCANNED = 50_000  # a few ms of one regular expression over the text, which holds the GIL throughout
 MAX_STRIP_CHARS = 256
 MAX_FORMAT_DIGITS = 7  # a width or precision of 8 digits or more is over MAX_SIZE anyway
 _SEQUENCES = (str, bytes, list, tuple)
