@@ -4,7 +4,9 @@
     → run the binding under the tool's timeout → normalise the result (JSON value + text, output schema, cap)
 
 Everything that goes wrong with a call becomes a ``ToolResult`` with ``is_error`` set and a message an LLM can
-act on; only an unknown tool id raises (``UnknownTool``), because there is no tool to answer for.
+act on (argument errors are worded by ``argerrors``), whatever the executor raises, ``SystemExit`` and
+``KeyboardInterrupt`` included; only an unknown tool id raises (``UnknownTool``), because there is no tool to
+answer for, and cancellation propagates, because no one is waiting for the answer.
 """
 
 from __future__ import annotations
@@ -181,7 +183,7 @@ def normalise(tool: Tool, value: Any, side: str, max_chars: int) -> ToolResult:
         raise ToolError(f"Tool '{tool.id}' returned a value that is not JSON: {exc}") from None
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     if not text.isascii() and LONE.search(text):
-        # Lone surrogates (a tool's bad str, an upstream's "\\ud800") cannot be encoded to any client: U+FFFD.
+        # Lone surrogates (a tool's bad str, an upstream's "\ud800") cannot be encoded to any client: U+FFFD.
         value, text = scrub(value), replace_lone(text)
     structured = False
     if tool.output_validator is not None:
