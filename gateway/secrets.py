@@ -189,9 +189,17 @@ def _redact_record(record: logging.LogRecord, values: Mapping[str, str]) -> None
         message = record.getMessage()
     except Exception:  # noqa: BLE001 — a malformed record is the logging module's to report, as it would
         return
-    redacted = redact(message, values)
-    if redacted != message:
-        record.msg, record.args = redacted, ()
+    if redact(message, values) != message:
+        # Redact the parts first, keeping the record's shape (uvicorn's access formatter unpacks its args);
+        # a secret that appears only once the parts are put together (a non-text arg) collapses the record.
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg, values)
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact(arg, values) if isinstance(arg, str) else arg for arg in record.args)
+        message = record.getMessage()
+        redacted = redact(message, values)
+        if redacted != message:
+            record.msg, record.args = redacted, ()
     # A traceback's messages (an httpx error holding a URL) are formatted now, redacted, and kept as the text
     # handlers print (Formatter.format uses exc_text when it is set).
     if record.exc_info and record.exc_info[1] is not None:

@@ -187,3 +187,17 @@ def test_refusal_is_the_one_rule_for_every_secret_reference():
     assert "allowed_secrets" in secrets.refusal("OPENAI_API_KEY", Settings(allowed_secrets=("ANTHROPIC_KEY",)))
     with pytest.raises(secrets.SecretsMissing, match="gateway's own"):
         secrets.resolve({"TOOL_GATEWAY_ADMIN_KEY"}, {"TOOL_GATEWAY_ADMIN_KEY": "admin-key"})
+
+
+def test_log_records_keep_their_shape_when_redacted(monkeypatch, caplog):
+    """A record whose text arguments hold a secret keeps its arguments (redacted), so formatters that read them
+    (uvicorn's access lines) still work; a secret only visible once formatted collapses the record to text."""
+    monkeypatch.setenv(NAME, SECRET)
+    secrets.remember({NAME})
+    access = logging.getLogger("gateway.tests.access")  # (uvicorn.access itself does not propagate to caplog)
+    with caplog.at_level(logging.INFO, logger=access.name):
+        access.info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5", "GET", f"/tools?q={quote_plus(SECRET)}", "1.1", 200)
+        access.info("got %s", [SECRET])
+    shaped, collapsed = caplog.records
+    assert shaped.args == ("127.0.0.1:5", "GET", f"/tools?q=[secret {NAME}]", "1.1", 200)
+    assert collapsed.args == () and collapsed.getMessage() == f"got ['[secret {NAME}]']"
