@@ -140,16 +140,29 @@ def redact(text: str, secrets: Hidden) -> str:
 
 
 def redact_value(value: Any, secrets: Hidden) -> Any:
-    """A JSON value with ``redact`` applied to every string in it (keys included)."""
+    """A JSON value with ``redact`` applied to every string in it (keys included). Iterative: an answer nested
+    as deep as JSON allows is redacted, not a RecursionError."""
     if not secrets:
         return value
-    if isinstance(value, str):
-        return redact(value, secrets)
-    if isinstance(value, list):
-        return [redact_value(item, secrets) for item in value]
-    if isinstance(value, dict):
-        return {redact(key, secrets): redact_value(item, secrets) for key, item in value.items()}
-    return value
+    pairs = list(secrets.items() if isinstance(secrets, Mapping) else secrets)
+    result: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, result, 0)]  # (item, the copy holding it, its key there)
+    while stack:
+        item, holder, key = stack.pop()
+        if isinstance(item, str):
+            holder[key] = redact(item, pairs)
+        elif isinstance(item, list):
+            holder[key] = copy = [None] * len(item)
+            stack.extend((member, copy, index) for index, member in enumerate(item))
+        elif isinstance(item, dict):
+            holder[key] = copy = {}
+            for name, member in item.items():
+                name = redact(name, pairs)
+                copy[name] = None  # the key now, so the copy keeps the order of the original
+                stack.append((member, copy, name))
+        else:
+            holder[key] = item
+    return result[0]
 
 
 def remember(names: Collection[str]) -> None:

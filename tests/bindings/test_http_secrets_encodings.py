@@ -129,6 +129,19 @@ async def test_result_never_shows_the_secret(leaky_tool):
     assert result.value["echo"]["raw"] == "[secret LEAKY_SECRET]"
 
 
+def test_deeply_nested_values_are_redacted():
+    """A value nested deeper than Python's recursion limit is redacted (keys too, order kept), not a
+    RecursionError."""
+    value: object = {"b": SECRET, SECRET: 1}
+    for _ in range(5000):
+        value = [value, 2.5]
+    redacted = secrets.redact_value(value, {NAME: SECRET})
+    for _ in range(5000):
+        assert redacted[1] == 2.5
+        redacted = redacted[0]
+    assert redacted == {"b": f"[secret {NAME}]", f"[secret {NAME}]": 1}
+
+
 async def test_logs_never_show_the_secret(leaky_tool, caplog):
     """Every log line at DEBUG (httpx's request line with the query, httpcore's echoed headers, the gateway's
     own loggers, a traceback) has the secret redacted."""
