@@ -194,11 +194,18 @@ def _compile(value: Any, path: Path, names: Collection[str], env: ImmutableSandb
     if not is_template(value):
         return Template(path, value, References())
     try:
-        tree = env.parse(value)
+        return _compile_text(value, path, names, env, typed, problems)
     except TemplateSyntaxError as exc:
         where = f" (line {exc.lineno} of the template)" if "\n" in value.strip() else ""
         problems.append((path, f"template syntax error{where}: {exc.message}"))
-        return None
+    except (RecursionError, SyntaxError) as exc:  # Jinja's parser, or Python compiling what Jinja generated
+        problems.append((path, f"the template is nested too deeply to compile ({type(exc).__name__}: {exc})"))
+    return None
+
+
+def _compile_text(value: str, path: Path, names: Collection[str], env: ImmutableSandboxedEnvironment,
+                  typed: bool, problems: list[tuple[Path, str]]) -> Template | None:
+    tree = env.parse(value)
     references, found = _references(tree, names)
     if found:
         problems += [(path, message) for message in found]

@@ -12,7 +12,7 @@ from jinja2 import Environment
 
 from gateway.render_budget import run_bounded
 from gateway.template_limits import MAX_SIZE
-from gateway.templates import DEFAULT_ENV, RenderError, compile_template, compile_value
+from gateway.templates import DEFAULT_ENV, RenderError, TemplateInvalid, compile_template, compile_value
 
 TOO_COSTLY = "TemplateTooCostly"
 
@@ -62,6 +62,17 @@ def test_constants_are_not_computed_when_compiling(source):
     template = compile_value({"body": source})
     with pytest.raises(RenderError, match=TOO_COSTLY):
         template.render({"args": {}})
+
+
+@pytest.mark.parametrize("source", [
+    "{{ " + "(" * 3000 + "1" + ")" * 3000 + " }}",
+    "{{ 1" + " + 1" * 20000 + " }}",
+    "{% for a in args.l %}" * 25 + "x" + "{% endfor %}" * 25,
+])
+def test_templates_nested_too_deeply_are_a_compile_problem(source):
+    """A template nested deeper than Jinja's parser or Python's compiler can go is a problem, not a crash."""
+    with pytest.raises(TemplateInvalid, match="nested too deeply to compile"):
+        compile_template(source)
 
 
 @pytest.mark.parametrize("source", [
