@@ -39,7 +39,6 @@ from gateway.invoke import invoke
 from gateway.settings import Settings
 from gateway.upstream import new_client
 
-SHIPPED_ORIGIN = "http://127.0.0.1:8000"
 READING = {"station_id": "valencia", "temperature_c": 21.5, "conditions": ["sunny"], "note": None}
 CASES = {
     # tool id: (arguments, the equivalent direct request as (method, path, params, json))
@@ -148,7 +147,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         definitions = Path(directory)
         text = (REPO / "tool-definitions" / "http-demo.yaml").read_text(encoding="utf-8")
-        (definitions / "http-demo.yaml").write_text(text.replace(SHIPPED_ORIGIN, upstream), encoding="utf-8")
+        (definitions / "http-demo.yaml").write_text(text.replace("{{ gateway.base_url }}", upstream), encoding="utf-8")
         environment = {**os.environ, "PYTHONPATH": str(REPO)}
         processes = [
             subprocess.Popen([sys.executable, __file__, "--upstream", upstream.rsplit(":", 1)[1]],

@@ -7,6 +7,7 @@ settings the server is started with (``--host``/``--port`` included), so it alwa
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ LOOPBACK = "127.0.0.1"
 _UNSPECIFIED = ("", "0.0.0.0", "::", "[::]")
 
 
+@functools.lru_cache(maxsize=1024)  # parsing an address costs more than the rest of authenticating a request
 def is_loopback(host: str | None) -> bool:
     if not host:
         return False

@@ -201,7 +201,12 @@ def normalise(tool: Tool, value: Any, side: str, max_chars: int) -> ToolResult:
                       structured=structured)
 
 
-def to_json(value: Any) -> Any:
+# How deeply a result may nest: every consumer of a result (the output validator, json.dumps, the MCP SDK's
+# models) recurses once or more per level, so an upstream's answer nested 1,000 deep would be a RecursionError.
+MAX_RESULT_DEPTH = 100
+
+
+def to_json(value: Any, depth: int = 0) -> Any:
     """Plain JSON data from what tools commonly return (dataclasses, enums, dates, tuples, sets)."""
     if value is None or isinstance(value, (str, bool, int)):
         return value
@@ -209,16 +214,18 @@ def to_json(value: Any) -> Any:
         if not math.isfinite(value):
             raise TypeError(f"{value} has no JSON representation")
         return value
+    if depth >= MAX_RESULT_DEPTH and isinstance(value, (dict, list, tuple, set, frozenset)):
+        raise TypeError(f"it nests objects and arrays more than {MAX_RESULT_DEPTH} levels deep")
     if isinstance(value, dict):
-        return {str(k): to_json(v) for k, v in value.items()}
+        return {str(k): to_json(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
-        return [to_json(v) for v in value]
+        return [to_json(v, depth + 1) for v in value]
     if isinstance(value, enum.Enum):
-        return to_json(value.value)
+        return to_json(value.value, depth)
     if isinstance(value, (dt.datetime, dt.date, dt.time)):
         return value.isoformat()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return to_json(dataclasses.asdict(value))
+        return to_json(dataclasses.asdict(value), depth)
     if hasattr(value, "model_dump"):  # pydantic models
-        return to_json(value.model_dump(mode="json"))
+        return to_json(value.model_dump(mode="json"), depth)
     raise TypeError(f"object of type {type(value).__name__} is not JSON serializable")

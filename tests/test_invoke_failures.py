@@ -93,3 +93,32 @@ async def test_lone_surrogates_in_a_tool_error_become_replacement_characters(wit
 
     result = await invoke(with_executor(executor), "noop", {})
     assert result.is_error and result.error == "upstream said \ufffd"
+
+
+async def test_a_result_nested_past_the_limit_is_an_error_result_not_a_recursion_error(with_executor):
+    """A result nested 1,000 deep (an upstream's JSON answer) is an error result naming the limit, not a crash."""
+    deep: list = []
+    for _ in range(1000):
+        deep = [deep]
+
+    async def returns_deep(arguments, context):
+        return deep
+
+    result = await invoke(with_executor(returns_deep), "noop", {})
+
+    assert result.is_error
+    assert "more than 100 levels deep" in result.text and "internal error" not in result.text
+
+
+async def test_a_result_nested_within_the_limit_is_served(with_executor):
+    """A result nested 90 deep is an ordinary result."""
+    deep: dict = {}
+    for _ in range(90):
+        deep = {"a": deep}
+
+    async def returns_deep(arguments, context):
+        return deep
+
+    result = await invoke(with_executor(returns_deep), "noop", {})
+
+    assert not result.is_error and result.value == deep

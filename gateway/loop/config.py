@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
+from .. import secrets
 from ..settings import Settings, SettingsInvalid
 from ..templates import Template, TemplateInvalid, compile_template
 
@@ -91,6 +92,7 @@ def load_loop_config(settings: Settings) -> LoopConfig:
         provider = _provider(str(name), raw, problems)
         if provider is not None:
             providers[str(name)] = provider
+            problems += _refused_secrets(provider, settings)
     chat = _chat(settings.chat, providers, problems)
     if problems:
         raise SettingsInvalid("invalid chat settings:\n" + "\n".join(f"- {p}" for p in problems))
@@ -168,6 +170,16 @@ def _unknown(where: str, raw: Mapping[str, Any], known: set[str], problems: list
     unknown = sorted(set(map(str, raw)) - known)
     if unknown:
         problems.append(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+
+
+def _refused_secrets(provider: ProviderConfig, settings: Settings) -> list[str]:
+    """Provider keys obey the one rule for ``{{ secrets.NAME }}`` that definitions obey (``secrets.refusal``)."""
+    where = f"providers.{provider.name}"
+    templates = {"api_key": provider.api_key} if provider.api_key is not None else {}
+    templates.update({f"headers.{name}": template for name, template in provider.headers.items()})
+    return [f"{where}.{field_name}: {reason}" for field_name, template in templates.items()
+            for name in sorted(template.references.secrets)
+            if (reason := secrets.refusal(name, settings)) is not None]
 
 
 def _template(where: str, source: str, problems: list[str]) -> Template:

@@ -18,11 +18,11 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 
+from ..address import served_host
 from ..reload import reloading
 from ..runtime import Gateway
 from ..settings import Settings
 from . import admin, chat, client, demo_api, landing, openapi, rest
-from .auth import is_loopback
 from .connections import server_config
 from .errors import EXCEPTION_HANDLERS
 from .mcp import McpSurface
@@ -81,12 +81,12 @@ def serve(settings: Settings) -> None:
 
 def bind_host(settings: Settings) -> str:
     """The address to listen on: loopback only unless API keys protect the gateway; says which at start-up."""
+    host = served_host(settings)  # the one decision, shared with {{ gateway.base_url }}
     if settings.auth_enabled:
         log.info("auth on: %d API key(s) configured", len(settings.api_keys))
-        return settings.host
-    if not is_loopback(settings.host):
-        log.warning("auth off: no API keys configured, so listening on 127.0.0.1 instead of %s; "
-                    "configure api_keys to serve other hosts", settings.host)
-        return "127.0.0.1"
-    log.info("auth off: no API keys configured; listening on %s (loopback) only", settings.host)
-    return settings.host
+    elif host != settings.host:
+        log.warning("auth off: no API keys configured, so listening on %s instead of %s; "
+                    "configure api_keys to serve other hosts", host, settings.host)
+    else:
+        log.info("auth off: no API keys configured; listening on %s (loopback) only", host)
+    return host

@@ -9,13 +9,12 @@ time (``Settings.find_key``) and never logged.
 from __future__ import annotations
 
 import difflib
-import functools
-import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from starlette.datastructures import Headers
 
+from ..address import is_loopback
 from ..catalog import Catalog, Tool
 from ..errors import Forbidden, Unauthorized, UnknownTool
 from ..settings import ApiKey, Settings
@@ -95,13 +94,3 @@ def unknown_tool(tool_id: str, known: Iterable[str]) -> UnknownTool:
     return UnknownTool(tool_id, difflib.get_close_matches(tool_id, list(known), n=3, cutoff=0.6))
 
 
-@functools.lru_cache(maxsize=1024)  # parsing an address costs more than the rest of authenticating
-def is_loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False

@@ -86,3 +86,15 @@ def test_a_template_may_only_read_secrets():
     """A provider setting's template may name secrets, nothing else."""
     with pytest.raises(SettingsInvalid, match=r"providers.p.api_key: unknown name\(s\) 'args'"):
         load_loop_config(Settings(providers={"p": {"kind": "openai", "model": "m", "api_key": "{{ args.key }}"}}))
+
+
+def test_provider_keys_obey_the_secrets_rule_of_definitions():
+    """A provider's api_key or header may not name the gateway's own TOOL_GATEWAY_* variables, nor, when
+    allowed_secrets is set, a variable outside it: each is a problem naming the setting's path."""
+    provider = {"kind": "openai", "model": "m", "api_key": "{{ secrets.TOOL_GATEWAY_ADMIN_KEY }}",
+                "headers": {"x-extra": "{{ secrets.FOO }}"}}
+    with pytest.raises(SettingsInvalid) as caught:
+        load_loop_config(Settings(providers={"p": provider}, allowed_secrets=("OPENAI_API_KEY",)))
+    message = str(caught.value)
+    assert "providers.p.api_key: secret 'TOOL_GATEWAY_ADMIN_KEY' may not be read" in message
+    assert "providers.p.headers.x-extra: secret 'FOO' is not in the allowed_secrets setting" in message

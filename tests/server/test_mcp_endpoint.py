@@ -15,7 +15,6 @@ from support import EXAMPLES
 
 import gateway.server.mcp as mcp_surface
 
-SHIPPED_ORIGIN = "http://127.0.0.1:8000"  # where tool-definitions/http-demo.yaml expects the gateway
 BROWSER_ONLY = {"task_form_read", "task_form_fill"}
 SERVER_TOOLS = {"example-tool", "search_stations", "get_station", "add_reading", "get_lights", "change_state",
                 "square_root", "sum", "get_time", "diff_time"}
@@ -43,7 +42,7 @@ def served(shared_examples):
     """The shipped examples, with the HTTP demo tools pointed at this server's own /demo API."""
     with running(shared_examples) as server:
         demo = shared_examples / "http-demo.yaml"
-        demo.write_text(demo.read_text().replace(SHIPPED_ORIGIN, server.url))
+        demo.write_text(demo.read_text().replace("{{ gateway.base_url }}", server.url))
         assert httpx.post(f"{server.url}/admin/reload").json()["changed"] is True
         yield server
 
