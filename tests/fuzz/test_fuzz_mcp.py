@@ -34,10 +34,11 @@ def params(with_envelope: bool) -> st.SearchStrategy[Any]:
 
 
 @st.composite
-def messages(draw: st.DrawFn, ids: st.SearchStrategy[Any]) -> dict[str, Any]:
+def messages(draw: st.DrawFn, ids: st.SearchStrategy[Any], *, notifications: bool = True) -> dict[str, Any]:
+    """A JSON-RPC message of any method and params; with an id drawn from ``ids`` (or none: a notification)."""
     message: dict[str, Any] = {"jsonrpc": draw(st.just("2.0") | json_values),
                                "method": draw(st.sampled_from(METHODS) | json_values)}
-    identity = draw(ids | st.just(MISSING))
+    identity = draw(ids | st.just(MISSING)) if notifications else draw(ids)
     if identity is not MISSING:
         message["id"] = identity
     parameters = draw(params(draw(st.booleans())) | st.just(MISSING))
@@ -106,7 +107,7 @@ def test_any_json_to_mcp_is_never_a_server_error(fuzz_server: FuzzServer, sessio
 
 
 @fuzz(20)
-@given(message=messages(invalid_ids), mode=MODES)
+@given(message=messages(invalid_ids, notifications=False), mode=MODES)
 def test_a_request_with_an_invalid_id_is_a_json_rpc_error(fuzz_server: FuzzServer, session: dict[str, str],
                                                           message: dict[str, Any], mode: str) -> None:
     """An id of 1.5, null, an object, an array or a boolean is answered with a JSON-RPC error, never silence."""
