@@ -1,5 +1,5 @@
-"""Python tools cannot take the server down or starve each other: exits are tool failures, hung tools keep to
-their share of worker threads."""
+"""Admins' Python code cannot take a running server down: a tool's exit is a tool failure, a hung tool keeps to
+its share of worker threads, and a module that exits or hangs at import fails a reload, not the server."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def _tools(**timeouts: float) -> str:
 def isolation_defs(write_definitions):
     """Definitions of the test tools; whatever `block` still waits for is released at the end."""
     root = write_definitions({f"python/{MODULE}.py": textwrap.dedent(TOOLS_PY),
-                              "tools.yaml": _tools(hello=2, hang=1, block=0.5, sleeps_async=0.3)})
+                              "tools.yaml": _tools(hello=2, hang=1, block=1, sleeps_async=0.3)})
     yield root
     module = sys.modules.get(MODULE)
     if module is not None:
