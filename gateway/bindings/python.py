@@ -1,7 +1,9 @@
 """``binding: {python: "module:function"}`` — a Python callable, sync (run in a thread) or async (awaited).
 
 Only trusted code is imported: modules in ``<definitions>/python/`` and packages named in the settings'
-``allowed_packages``. The check happens before the import, since importing runs the module's code.
+``allowed_packages``. The check happens before the import, since importing runs the module's code — which is
+why the import itself runs under a time limit (``gateway.bindings.imports``) and calls run through
+``gateway.bindings.workers`` (threads for sync functions, a cap per tool, exits turned into failures).
 """
 
 from __future__ import annotations
