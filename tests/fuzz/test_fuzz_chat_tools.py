@@ -54,7 +54,8 @@ def test_any_tool_call_a_model_makes_is_run_or_refused_as_a_result(fuzz_server: 
     if not stream:
         check_completion(answer.json(), tool_id)
         return
-    events = [line.removeprefix("data: ") for line in answer.text.splitlines() if line.startswith("data: ")]
+    # Only CR and LF end an event's line: str.splitlines would also split at a U+2028 inside a JSON string.
+    events = [line.removeprefix("data: ") for line in answer.text.split("\n") if line.startswith("data: ")]
     assert events[-1] == "[DONE]" and not any('"error"' in event[:10] for event in events), answer.text
     executions = [e for event in events[:-1] for e in json.loads(event).get("tool_executions", [])]
     assert all(e["tool"] == tool_id and isinstance(e["is_error"], bool) for e in executions), executions
