@@ -10,7 +10,7 @@ at once (timeout 5 s). The probe calls ``hello`` over REST one call after anothe
     idle   nothing else runs
     hung   another process keeps ``--hung`` calls of ``hang`` in flight, re-sending each as it times out
 
-with default settings (``max_concurrent_calls_per_tool: 8``). ``--baseline SRC`` runs the same against the
+with default settings (``max_concurrent_calls_per_tool: 16``). ``--baseline SRC`` runs the same against the
 gateway package of another source tree as well, e.g. the code before the per-tool cap:
 ``git archive 8c68a6c | tar -x -C /tmp/before`` then ``--baseline /tmp/before``. The table gives p50 and p99 of
 ``hello`` (ms), the hung/idle ratio of the p50s, and how many ``hello`` calls failed (timed out).

@@ -61,7 +61,7 @@ class Settings:
     default_timeout_s: float = 30.0
     # Concurrent executions of one tool (in-flight work included: a timed-out sync call holds its slot until its
     # thread ends), so one slow or hung tool cannot take every worker from the others.
-    max_concurrent_calls_per_tool: int = 8
+    max_concurrent_calls_per_tool: int = 16
     max_result_chars: int = 100_000
     max_body_bytes: int = 1_048_576
     max_concurrent_calls: int = 64

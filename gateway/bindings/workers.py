@@ -9,7 +9,7 @@ own. Two rules keep such tools from starving the others:
   timeout and end as the ordinary timeout error, without ever taking a thread.
 - **Room for hung calls in the pool.** Threads are made on demand up to ``WORKERS``. Calls whose callers still
   wait are bounded by the gateway's ``max_concurrent_calls`` (64 by default); the rest of the pool is room for
-  threads that outlived their callers: at the defaults, ``(256 - 64) / 8 = 24`` tools may hang at their cap at
+  threads that outlived their callers: at the defaults, ``(256 - 64) / 16 = 12`` tools may hang at their cap at
   once before live sync calls wait for a thread (they then still end within their timeout). Threads of hung calls
   come back only when the calls return; a tool that never returns holds its slots until the process restarts.
 
