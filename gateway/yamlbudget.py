@@ -137,13 +137,14 @@ def event_problem(loader: yaml.CSafeLoader, limits: YamlLimits) -> Excess | None
 
 def _over(nodes: int, chars: int, limits: YamlLimits, event: yaml.Event) -> Excess | None:
     mark = event.start_mark
-    what = f"alias '*{event.anchor}'" if type(event) is yaml.AliasEvent else "this node"
+    alias = f"alias '*{event.anchor}'" if type(event) is yaml.AliasEvent else None
     if nodes > limits.max_yaml_nodes:
-        return Excess(mark.line, mark.column, f"{what} takes the file past {limits.max_yaml_nodes:,} nodes "
-                                              "with aliases expanded (max_yaml_nodes)")
-    if chars > limits.max_file_bytes:
-        return Excess(mark.line, mark.column, f"{what} takes the file past {limits.max_file_bytes:,} characters "
-                                              "of text with aliases expanded (max_file_bytes)")
+        message = (f"{alias} expands the file past {limits.max_yaml_nodes:,} nodes" if alias else
+                   f"the file goes past {limits.max_yaml_nodes:,} nodes here")
+        return Excess(mark.line, mark.column, f"{message} (max_yaml_nodes)")
+    if chars > limits.max_file_bytes:  # only an alias can: without one, the text is at most the file
+        return Excess(mark.line, mark.column, f"{alias} expands the file past {limits.max_file_bytes:,} characters "
+                                              "of text (max_file_bytes)")
     return None
 
 
@@ -173,7 +174,7 @@ def tree_problem(root: yaml.Node, limits: YamlLimits) -> Excess | None:
         nodes += len(below)
         if nodes > limits.max_yaml_nodes:
             mark = below[0].start_mark
-            return Excess(mark.line, mark.column,
-                          f"this file holds more than {limits.max_yaml_nodes:,} nodes (max_yaml_nodes)")
+            return Excess(mark.line, mark.column, f"the file goes past {limits.max_yaml_nodes:,} nodes here "
+                                                  "(max_yaml_nodes)")
         level = below
     return None
