@@ -38,8 +38,7 @@ def tools_file(root: Path, count: int) -> Path:
     # Written piece by piece: a child's peak RSS starts at its parent's (Linux keeps ru_maxrss across exec).
     with open(root / "tools.yaml", "w", encoding="utf-8") as file:
         file.write("tools:\n")
-        for n in range(count):
-            file.write(TOOL.format(n=n, group=n % 10))
+        file.writelines(TOOL.format(n=n, group=n % 10) for n in range(count))
     return root
 
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from stat import S_ISREG
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
 from typing import TYPE_CHECKING
 
 from .bindings import PYTHON_DIR

@@ -202,8 +202,8 @@ def _yaml_files(root: Path) -> tuple[list[tuple[str, str]], list[Problem]]:
                 if not entry.is_symlink() or real_inside(entry.path, base):
                     subdirectories.append((entry.path, shown + "/"))
                 else:
-                    refused.append(Problem(shown + "/", 1, 1, outside_message(entry.path, "its files are not loaded"),
-                                           "warning"))
+                    message = outside_message(entry.path, "YAML files there are not loaded")
+                    refused.append(Problem(shown + "/", 1, 1, message, "warning"))
             elif is_yaml and entry.is_symlink() and not real_inside(entry.path, base):
                 refused.append(Problem(shown, 1, 1, outside_message(entry.path, "not loaded")))
             elif is_yaml:

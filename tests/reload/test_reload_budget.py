@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -46,9 +47,9 @@ def gateway_process(defs: Path, settings: Path, port: int) -> subprocess.Popen[s
 
 @pytest.fixture
 def served(defs: Path, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], httpx.Client]]:
-    """`tool-gateway serve` on ``defs`` with a one-second reload budget, and a client for it; killed at teardown."""
+    """`tool-gateway serve` on ``defs`` with a three-second reload budget, and a client for it; killed at teardown."""
     port = free_port()
-    process = gateway_process(defs, settings_file(tmp_path, reload_timeout_s=1), port)
+    process = gateway_process(defs, settings_file(tmp_path, reload_timeout_s=3), port)
     http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
 
     def up() -> bool:
@@ -129,10 +130,12 @@ async def test_abandoned_build_finishing_late_changes_nothing(defs):
             finally:
                 finished.set()
 
-    gateway = Stalling(Settings(definitions=defs, reload_timeout_s=0.5))
-    gateway.stall = True
+    gateway = Stalling(Settings(definitions=defs))
+    generous = gateway.settings  # for every build but the stalled one: none may time out on a busy host
+    gateway.settings, gateway.stall = replace(generous, reload_timeout_s=0.5), True
     timed_out = await gateway.reload()
     assert timed_out.timed_out and not timed_out.ok
+    gateway.settings = generous
     write(defs / "main.yaml", tool_yaml("echo", "newer"))
     newer = await gateway.reload()
     assert newer.ok and newer.changed and "newer" in gateway.catalog.tools
