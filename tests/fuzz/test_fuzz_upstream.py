@@ -12,7 +12,7 @@ import base64
 import json
 import urllib.parse
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -57,7 +57,6 @@ class Upstream:
 
     url: str = ""
     next: tuple[int, str, bytes] = (200, "application/json", b"{}")
-    seen: list[str] = field(default_factory=list)
 
     async def answer(self, request: Request) -> Response:
         status, content_type, body = self.next
