@@ -307,7 +307,11 @@ def _answer(binding: HttpBinding, request: httpx.Request, response: httpx.Respon
         try:
             value = json.loads(body)
         except ValueError:
-            got = f"{content_type or 'no content type'}: {_excerpt(body, hidden)}"
+            excerpt = _excerpt(body, hidden)
+            if _is_json(content_type):  # it said JSON and sent something else: say that, not "got JSON"
+                raise _fail(binding, f"{_target(request)}: the answer, typed {content_type}, is not valid JSON: "
+                                     f"{excerpt}") from None
+            got = f"{content_type or 'no content type'}: {excerpt}"
             raise _fail(binding, f"{_target(request)}: expected JSON, got {got}") from None
     else:
         value = _decode(binding, request, response, body, content_type)

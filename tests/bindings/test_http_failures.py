@@ -59,7 +59,7 @@ async def test_non_json_when_json_expected(upstream, build_tools):
         assert result.is_error
         assert "expected JSON, got text/html: <html><body>Maintenance</body></html>" in result.text
     broken = await invoke(catalog, "broken")
-    assert broken.is_error and 'expected JSON, got application/json: {"unterminated":' in broken.text
+    assert broken.is_error and 'typed application/json, is not valid JSON: {"unterminated":' in broken.text
 
 
 async def test_oversized_answer_stops_reading(upstream, build_tools):
