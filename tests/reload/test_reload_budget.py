@@ -97,6 +97,23 @@ def test_hung_rebuild_times_out_later_edits_apply_and_a_signal_stops_the_server(
     process.wait(timeout=20)  # the hung build threads (still sleeping) must not keep the process alive
 
 
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_stops_serve_while_its_first_build_hangs(defs, tmp_path, stop):
+    """While the first build hangs in an import (its budget far away), SIGTERM or SIGINT ends `serve` at once."""
+    started = defs / "python" / "started"
+    write(defs / "python" / "hang.py", f"import pathlib\npathlib.Path({str(started)!r}).touch()\n"
+          + HANG.format(seconds=600))
+    write(defs / "main.yaml", tool_yaml("echo") + HUNG_TOOL)
+    process = gateway_process(defs, settings_file(tmp_path, reload_timeout_s=600, import_timeout_s=600), free_port())
+    try:
+        wait_until(started.exists, "the hanging import to start", timeout=60)
+        process.send_signal(stop)
+        process.wait(timeout=20)
+    finally:
+        process.kill()
+        process.communicate(timeout=15)
+
+
 def test_first_build_past_the_budget_stops_serve_with_a_message(defs, tmp_path):
     """`serve` whose first build hangs exits 1 saying the build timed out, instead of never starting."""
     write(defs / "python" / "hang.py", HANG.format(seconds=600))
