@@ -19,6 +19,7 @@ from .context import CallContext
 from .definitions import load_definitions
 from .errors import DefinitionsInvalid, GatewayError
 from .settings import Settings, load_settings
+from .yamlbudget import YamlLimits
 
 DEFAULT_DIR = "tool-definitions"
 # Options every command takes, on either side of the command's name: flag -> add_argument keywords.
@@ -111,7 +112,8 @@ def _settings(args: argparse.Namespace, **overrides: object) -> Settings:
 
 def _catalog(args: argparse.Namespace) -> Catalog:
     settings = _settings(args)
-    return build_catalog(load_definitions(settings.definitions), settings)
+    # The same file limits as a served gateway (max_file_bytes, max_yaml_nodes from the settings).
+    return build_catalog(load_definitions(settings.definitions, limits=YamlLimits.from_settings(settings)), settings)
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -157,8 +157,8 @@ def _definition(raw: dict[str, Any], document: YamlDocument, index: int) -> Tool
         binding=binding,
         input_schema=raw.get("input_schema"),
         output_schema=raw.get("output_schema"),
-        tags=tuple(raw.get("tags") or ()),
-        toolsets=tuple(raw.get("toolsets") or ()),
+        tags=_labels(raw.get("tags")),
+        toolsets=_labels(raw.get("toolsets")),
         timeout_s=raw.get("timeout_s"),
         annotations=raw.get("annotations") or {},
         return_direct=bool(raw.get("return_direct", False)),
@@ -167,6 +167,12 @@ def _definition(raw: dict[str, Any], document: YamlDocument, index: int) -> Tool
         document=document,
         index=index,
     )
+
+
+def _labels(value: Any) -> tuple[str, ...]:
+    # A misshapen tool is still made (its id takes part in the cross-file checks) before the schema check's problem
+    # is reported: `tags: 5` must not crash here, and `tags: "abc"` must not become its letters.
+    return tuple(value) if isinstance(value, list) else ()
 
 
 def _yaml_files(root: Path) -> tuple[list[tuple[str, str]], list[Problem]]:

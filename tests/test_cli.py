@@ -150,3 +150,12 @@ def test_help_says_global_options_go_on_either_side():
     assert "before or after the command" in done.stdout
     serve_help = run("serve", "--help").stdout
     assert "--settings" in serve_help and "before or after the command" in serve_help
+
+
+def test_validate_applies_the_file_limits_of_the_settings(tmp_path, capsys):
+    """`validate` holds files to the settings' max_file_bytes, as a served gateway does, not to the default."""
+    settings = tmp_path / "settings.yaml"
+    settings.write_text("max_file_bytes: 100\n")
+
+    assert main(["validate", str(EXAMPLES), "--settings", str(settings)]) == 1
+    assert "is larger than max_file_bytes (100): not read" in capsys.readouterr().out

@@ -12,6 +12,7 @@ from typing import Any
 from ..context import CallContext
 from ..definitions import ToolDefinition
 from ..errors import ToolError
+from ..paths import real_inside
 from . import BindingProblems, Bound, BuildEnv
 
 
@@ -33,10 +34,11 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
 def script_path(definition: ToolDefinition, root: Path) -> Path:
     declared = definition.binding["browser"]["script"]
     base = root.resolve()
-    path = (base / declared).resolve()
+    real = real_inside(base / declared, str(base))  # the rule YAML files follow too (gateway.paths)
     where = ["binding", "browser", "script"]
-    if Path(declared).is_absolute() or not path.is_relative_to(base):
+    if Path(declared).is_absolute() or real is None:
         raise BindingProblems([definition.problem(where, f"script '{declared}' is outside the definitions directory")])
+    path = Path(real)
     if path.suffix != ".js":
         raise BindingProblems([definition.problem(where, f"script '{declared}' must be a .js file")])
     if not path.is_file():

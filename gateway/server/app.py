@@ -29,6 +29,7 @@ from .mcp import McpSurface
 from .origins import OriginGuard
 
 log = logging.getLogger("gateway.server")
+GRACEFUL_SHUTDOWN_S = 10  # what requests in flight get to finish once the server is told to stop
 Service = Callable[[Gateway], AbstractAsyncContextManager[Any]]
 
 
@@ -75,7 +76,9 @@ def serve(settings: Settings) -> None:
              len(gateway.catalog.tools), settings.definitions, gateway.catalog.version, host, settings.port)
     # Access lines cost a log call per request: only at debug level.
     config = server_config(app, settings, host, log_level=settings.log_level.lower(),
-                           access_log=settings.log_level.lower() == "debug", lifespan="on")
+                           access_log=settings.log_level.lower() == "debug", lifespan="on",
+                           # A request in flight (an /admin/reload waiting on a stuck build) must not hold SIGTERM.
+                           timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
     uvicorn.Server(config).run()
 
 

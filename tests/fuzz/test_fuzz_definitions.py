@@ -126,11 +126,10 @@ def test_any_definitions_file_builds_or_is_reported_at_file_line_col(root: Path,
         assert set(catalog.tools) <= {"fuzzed"}, text
 
 
-@pytest.mark.xfail(strict=False, reason="h5-fuzz finding 3: gateway/definitions.py _definition iterates tags/toolsets "
-                                        "before the schema check (TypeError)")
-@pytest.mark.parametrize("key, value", [("tags", 5), ("toolsets", True)])
+@pytest.mark.parametrize("key, value", [("tags", 5), ("toolsets", True), ("tags", "abc")])
 def test_a_list_key_given_a_scalar_is_a_problem_not_a_crash(root: Path, key: str, value: Any) -> None:
-    """`tags: 5` or `toolsets: true` (found by the fuzz test above) is a problem at file:line:col, not a TypeError."""
+    """`tags: 5`, `toolsets: true` (found by the fuzz test above) or `tags: "abc"` is a problem at file:line:col,
+    not a TypeError nor a list of letters."""
     (root / "tools.yaml").write_text(yaml.safe_dump({"tools": [BASE | {key: value}]}, sort_keys=False))
     with pytest.raises(DefinitionsInvalid) as invalid:
         catalog_for(root)
