@@ -158,4 +158,5 @@ def test_validate_applies_the_file_limits_of_the_settings(tmp_path, capsys):
     settings.write_text("max_file_bytes: 100\n")
 
     assert main(["validate", str(EXAMPLES), "--settings", str(settings)]) == 1
-    assert "is larger than max_file_bytes (100): not read" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "is larger than max_file_bytes (100): not read" in printed.out + printed.err
