@@ -21,6 +21,7 @@ from .errors import GatewayError
 
 ENV_PREFIX = "TOOL_GATEWAY_"
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")  # what both logging and uvicorn accept
+RETURN_SCHEMA_MODES = ("description", "result", "none")
 
 
 class SettingsInvalid(GatewayError):
@@ -86,6 +87,11 @@ class Settings:
     header_timeout_s: float = 10.0  # a connection that has not sent a complete request head by then is closed
     keepalive_timeout_s: float = 5.0  # an idle keep-alive connection is closed after this
     max_header_bytes: int = 65_536  # a request head larger than this is refused
+    # Filters wrapped around every call (outermost): "module:function" or {use: "module:function", with: {...}};
+    # resolved and checked when the catalog is built (gateway.filters).
+    filters: tuple[Any, ...] = ()
+    # How an LLM learns a tool's return-value schema when the tool does not choose: description | result | none.
+    return_schema: str = "none"
 
     @property
     def auth_enabled(self) -> bool:
@@ -139,7 +145,7 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     for name in ("definitions", "host", "port", "reload", "reload_poll", "default_timeout_s", "max_result_chars",
                  "max_body_bytes", "max_concurrent_calls", "bridge_sessions_per_client", "log_level",
                  "max_concurrent_calls_per_tool", "max_file_bytes", "max_yaml_nodes", "reload_timeout_s",
-                 "import_timeout_s", "header_timeout_s", "keepalive_timeout_s", "max_header_bytes"):
+                 "import_timeout_s", "header_timeout_s", "keepalive_timeout_s", "max_header_bytes", "return_schema"):
         if ENV_PREFIX + name.upper() in environ:
             values[name] = environ[ENV_PREFIX + name.upper()]
     for name in ("allowed_packages", "allowed_origins", "allowed_secrets"):
@@ -169,12 +175,17 @@ def _coerce(values: dict[str, Any]) -> Settings:
                 changes[name] = type(default)(value)
             elif isinstance(default, Path):
                 changes[name] = Path(value)
+            elif name == "filters":  # strings or mappings: their shape is checked where they are resolved
+                changes[name] = _list(value, f"setting '{name}'")
             elif isinstance(default, tuple):
                 changes[name] = _strings(value, f"setting '{name}'")
             else:
                 changes[name] = value
         except (TypeError, ValueError):
             raise SettingsInvalid(f"setting '{name}': invalid value {value!r}") from None
+    if changes.get("return_schema", "none") not in RETURN_SCHEMA_MODES:
+        raise SettingsInvalid(f"setting 'return_schema': invalid value {changes['return_schema']!r} "
+                              f"(use one of: {', '.join(RETURN_SCHEMA_MODES)})")
     if "log_level" in changes:
         level = str(changes["log_level"]).lower()
         if level not in LOG_LEVELS:
@@ -187,11 +198,15 @@ def _coerce(values: dict[str, Any]) -> Settings:
 
 def _strings(value: Any, where: str) -> tuple[str, ...]:
     """A list setting's items. A lone string is refused: ``tuple("acme")`` would be its letters."""
+    return tuple(str(item) for item in _list(value, where))
+
+
+def _list(value: Any, where: str) -> tuple[Any, ...]:
     if isinstance(value, str):
         raise SettingsInvalid(f"{where}: expected a list, got the string {value!r} (write [{value}])")
     if not isinstance(value, (list, tuple)):
         raise SettingsInvalid(f"{where}: expected a list, got {value!r}")
-    return tuple(str(item) for item in value)
+    return tuple(value)
 
 
 def _api_key(entry: Any) -> ApiKey:
