@@ -48,6 +48,8 @@ from .request import ChatRequest, InvalidRequest
 from .trace import ToolExecution
 
 PARAGRAPH = "\n\n"  # between the texts of successive rounds
+# A latest user message longer than this has its offer rules matched in a worker thread (see ChatLoop.turn).
+INLINE_OFFER_CHARS = 2_000
 
 
 class ChatUnavailable(GatewayError):
@@ -95,17 +97,22 @@ class ChatLoop:
         choice = self.models.resolve(model)
         return self.providers[choice.provider], choice.model
 
-    def turn(self, catalog: Catalog, request: ChatRequest, caller: MayUse | None = None,
-             caller_name: str | None = None) -> Turn:
+    async def turn(self, catalog: Catalog, request: ChatRequest, caller: MayUse | None = None,
+                   caller_name: str | None = None) -> Turn:
         """Prepare one request of a turn: everything that can be refused (``InvalidRequest``, ``UnknownModel``)
         is refused here."""
+        if len(request.latest_user_text) > INLINE_OFFER_CHARS:
+            # Offer rules are matched in linear time, but a long message times many rules still adds up (RE2 at
+            # its slowest allowed pattern: ~100 ms per rule over 20,000 characters); RE2 releases the GIL, so a
+            # worker thread keeps the event loop free.
+            return await asyncio.to_thread(Turn, self, catalog, request, caller, caller_name)
         return Turn(self, catalog, request, caller, caller_name)
 
     async def complete(self, catalog: Catalog, request: ChatRequest, caller: MayUse | None = None,
                        caller_name: str | None = None) -> Finished:
         """Run one request and return only its outcome."""
         finished = None
-        async for event in self.turn(catalog, request, caller, caller_name).run():
+        async for event in (await self.turn(catalog, request, caller, caller_name)).run():
             if isinstance(event, Finished):
                 finished = event
         assert finished is not None

@@ -3,6 +3,7 @@ what RE2 cannot match in linear time (backreferences, lookarounds) is a load pro
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from fake_llm import Reply
 from support import catalog_for
 
 from gateway.errors import DefinitionsInvalid
+from gateway.loop import offer
 from gateway.loop.offer import offered_for
 from gateway.offer_rules import MAX_MATCHED_CHARS, MAX_PROGRAM_SIZE
 
@@ -121,3 +123,24 @@ def test_rules_see_the_first_characters_of_the_message_only(tmp_path):
     tool = catalog_for(defs).tools["ruled"]
     assert offered_for(tool, "x" * (MAX_MATCHED_CHARS - 8) + " booking") is True
     assert offered_for(tool, "x" * MAX_MATCHED_CHARS + " booking") is False
+
+
+@pytest.mark.parametrize(("length", "off_the_loop"), [(100, False), (10_000, True)])
+def test_offer_rules_of_a_long_message_are_matched_off_the_event_loop(tmp_path, endpoint, llm, monkeypatch, length,
+                                                                      off_the_loop):
+    """A short message has its offer rules matched inline; a long one in a worker thread, so many rules over a
+    long message never hold the event loop (whose thread is the one answering the request)."""
+    threads: list[str] = []
+    original = offer.offered_for
+
+    def recording(tool, message):
+        threads.append(threading.current_thread().name)
+        return original(tool, message)
+
+    monkeypatch.setattr(offer, "offered_for", recording)
+    ep = endpoint(write_definitions(tmp_path / "defs", ("ruled", CATASTROPHIC)))
+    llm.answer(Reply(content="done"))
+    response = ep.post({"messages": [{"role": "user", "content": "a" * length}], "gateway": {"toolsets": ["offer"]}})
+
+    assert response.status_code == 200
+    assert threads and all(name.startswith("asyncio_") == off_the_loop for name in threads), threads
