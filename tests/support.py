@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import uvicorn
 
 from gateway.catalog import Catalog, build_catalog
@@ -79,3 +84,36 @@ def serving(app: Any, *, lifespan: str = "off") -> Iterator[ServerThread]:
         yield running
     finally:
         running.stop()
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 free now (for a subprocess to bind)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def serve_process(definitions: Path, *args: str, env: dict[str, str] | None = None,
+                  while_running: Callable[[str], None] = lambda url: None) -> str:
+    """Run ``tool-gateway serve`` until it answers on 127.0.0.1, call ``while_running(url)``, stop it with SIGINT;
+    its log."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gateway", "serve", str(definitions), "--port", str(port), "--no-reload", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, process.communicate()[0]
+            try:
+                httpx.get(f"{url}/healthz", timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.1)
+        while_running(url)
+    finally:
+        process.send_signal(signal.SIGINT)
+        log = process.communicate(timeout=20)[0]
+    return log

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
-from support import EXAMPLES, catalog_for
+from support import EXAMPLES, catalog_for, serve_process
 
 from gateway.address import base_url
 from gateway.context import CallContext
@@ -110,37 +104,20 @@ async def test_gateway_base_url_is_fixed_when_the_catalog_is_built(tmp_path, clo
     assert f"127.0.0.1:{closed_port} refused the connection" in result.text
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_shipped_demo_works_on_any_port(examples_dir: Path):
     """`tool-gateway serve --port N` (not 8000): search_stations, get_station and add_reading reach the demo API
     of the gateway that serves them."""
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gateway", "serve", str(examples_dir), "--port", str(port), "--no-reload"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, process.communicate()[0]
-            try:
-                httpx.get(f"{url}/healthz", timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.1)
+    replies = {}
+
+    def call_demo_tools(url: str) -> None:
         with httpx.Client(base_url=url, timeout=30) as client:
-            found = client.post("/tools/search_stations/call", json={"country": "NO", "limit": 1}).json()
-            station = client.post("/tools/get_station/call", json={"station_id": "reykjavik"}).json()
-            added = client.post("/tools/add_reading/call", json={"station_id": "valencia", "temperature_c": 20}).json()
-    finally:
-        process.send_signal(signal.SIGINT)
-        process.communicate(timeout=20)
+            replies["found"] = client.post("/tools/search_stations/call", json={"country": "NO", "limit": 1}).json()
+            replies["station"] = client.post("/tools/get_station/call", json={"station_id": "reykjavik"}).json()
+            replies["added"] = client.post("/tools/add_reading/call",
+                                           json={"station_id": "valencia", "temperature_c": 20}).json()
+
+    serve_process(examples_dir, while_running=call_demo_tools)
+    found, station, added = replies["found"], replies["station"], replies["added"]
     assert found["is_error"] is False and found["text"] == "oslo-blindern: Oslo Blindern (NO, 94 m)\n", found
     assert station["is_error"] is False and station["result"]["name"] == "Reykjavík", station
     assert added["is_error"] is False and added["result"]["temperature_c"] == 20, added

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -16,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from reload_support import tool_yaml, until, wait_until, write
+from support import free_port
 
 from gateway.catalog import build_catalog
 from gateway.definitions import load_definitions
@@ -26,12 +26,6 @@ from gateway.settings import Settings
 HANG = "import time\n\ntime.sleep({seconds})\n\n\ndef f() -> str:\n    return 'never'\n"
 HUNG_TOOL = ("  - id: hung\n    name: hung\n    user_description: x\n    ai_description: x\n"
              "    binding: {python: \"hang:f\"}\n")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def settings_file(tmp_path: Path, **values: object) -> Path:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 import httpx
 from reload_support import PROBE, tool_yaml, wait_until, write
+from support import free_port
 
 from gateway.catalog import build_catalog
 from gateway.definitions import load_definitions
@@ -239,12 +239,6 @@ async def test_admin_reload_needs_the_admin_key_and_answers_with_the_outcome(def
         assert body["problems"] and all(p["text"].startswith("main.yaml:") for p in body["problems"])
         status = (await http.get("/status", headers=admin)).json()
         assert status["last_reload"]["problems"] == body["problems"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_cli_server_without_reload_rebuilds_on_sighup(defs):

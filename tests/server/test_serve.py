@@ -2,47 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable
-from pathlib import Path
 
 import httpx
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def serve(definitions: Path, *args: str, env: dict[str, str] | None = None,
-          while_running: Callable[[str], None] = lambda url: None) -> str:
-    """Run ``serve`` until it answers on 127.0.0.1, call ``while_running(url)``, stop it with SIGINT; its log."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gateway", "serve", str(definitions), "--port", str(port), "--no-reload", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, process.communicate()[0]
-            try:
-                httpx.get(f"{url}/healthz", timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.1)
-        while_running(url)
-    finally:
-        process.send_signal(signal.SIGINT)
-        log = process.communicate(timeout=20)[0]
-    return log
+from support import free_port
+from support import serve_process as serve
 
 
 def test_without_keys_serve_binds_loopback_even_when_asked_for_all_interfaces(examples_dir):
