@@ -1,132 +1,59 @@
 """What a rebuild reuses from the builds before it, so that changing one file among 10,000 tools costs little.
 
-Two caches, both answering by content so that a catalog stays a pure function of the files it was built from:
-
-- ``FileDigests``: the SHA-256 of a file, read again only when its stat signature (mtime, ctime, size, inode)
-  changed, and never when it is too large or not a regular file (``read_bounded``). A file changed within the last ``SETTLE_NS`` is always read again: file-system clocks tick coarsely
-  (a few milliseconds), so two same-sized writes in one tick would otherwise look like one (git's "racily
-  clean" entries).
-- ``BuildCache``: built ``Tool`` objects keyed by their definition (the loader returns the very same
-  ``ToolDefinition`` for a file whose path and bytes did not change) and by the content of whatever else the
-  build read: the ``python/`` modules for a python binding, the script for a browser binding. Warnings a build
-  reported are replayed when its tool is reused.
+``BuildCache`` answers by content, so that a catalog stays a pure function of the files it was built from: built
+tools are keyed by their definition (the loader returns the very same ``ToolDefinition`` for a file whose path
+and bytes did not change) and by the content of whatever else the build read (``gateway.filedigests``): the
+``python/`` modules for a python binding, the script for a browser binding. Warnings a build reported are
+replayed when its tool is reused. It keeps whatever the catalog's build returns (``BuiltTool``), so it needs no
+catalog.
 
 A cache belongs to one running gateway (one settings, one definitions directory) and serves one build at a time.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from stat import S_ISREG
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from .bindings import PYTHON_DIR
+from .binding_kinds import PYTHON_DIR
 from .errors import Problem
+from .filedigests import FileDigests
 
 if TYPE_CHECKING:
     from .bindings import BuildEnv
-    from .catalog import Tool
-    from .definitions import ToolDefinition
-
-SETTLE_NS = 2_000_000_000
+    from .tool_definition import ToolDefinition
 
 
-class FileRefused(OSError):
-    """A file that is not read: larger than allowed, or not a regular file (a pipe would block the reader)."""
+class BuiltTool(Protocol):
+    """What the cache reads of a built tool (``gateway.catalog.Tool``)."""
+
+    @property
+    def definition(self) -> ToolDefinition: ...
+
+    @property
+    def script(self) -> Path | None: ...
 
 
-def read_bounded(path: str, max_bytes: int | None) -> bytes:
-    """The bytes of the regular file at ``path``, judged by its size before any byte is read."""
-    # O_NONBLOCK: opening a named pipe must not wait for a writer; fstat then judges what was opened.
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    with os.fdopen(descriptor, "rb") as file:
-        stat = os.fstat(descriptor)
-        if not S_ISREG(stat.st_mode):
-            raise FileRefused("not a regular file: not read")
-        if max_bytes is not None and stat.st_size > max_bytes:
-            raise FileRefused(_too_large(stat.st_size, max_bytes))
-        data = file.read() if max_bytes is None else file.read(max_bytes + 1)
-    if max_bytes is not None and len(data) > max_bytes:  # grew since fstat
-        raise FileRefused(_too_large(len(data), max_bytes))
-    return data
-
-
-def _too_large(size: int, max_bytes: int) -> str:
-    return f"file of {size:,} bytes is larger than max_file_bytes ({max_bytes:,}): not read"
+T = TypeVar("T", bound=BuiltTool)
 
 
 @dataclass(frozen=True, slots=True)
-class _Seen:
-    signature: tuple[int, int, int, int]
-    digest: str
-    settled: bool  # changed long enough ago that an unchanged signature proves unchanged bytes
-
-
-class FileDigests:
-    """Content digests of files, re-reading only the files whose stat signature changed."""
-
-    def __init__(self) -> None:
-        self._seen: dict[str, _Seen] = {}
-        self._touched: set[str] = set()
-
-    def digest(self, path: str | os.PathLike[str]) -> str:
-        """The file's SHA-256 (hex); raises ``OSError`` when it cannot be read."""
-        return self.read(path)[0]
-
-    def read(self, path: str | os.PathLike[str], max_bytes: int | None = None, *,
-             force: bool = False) -> tuple[str, bytes | None]:
-        """The file's digest, and its bytes when they had to be read (None when the digest was known, unless
-        ``force``). Raises ``OSError``; ``FileRefused`` for a file over ``max_bytes`` or not a regular file."""
-        key = os.fspath(path)
-        self._touched.add(key)
-        # Stat before reading: a change after the stat shows in the next stat, so it is never missed.
-        stat = os.stat(key)
-        signature = (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino)
-        seen = self._seen.get(key)
-        if not force and seen is not None and seen.settled and seen.signature == signature:
-            return seen.digest, None
-        data = read_bounded(key, max_bytes)
-        digest = hashlib.sha256(data).hexdigest()
-        settled = time.time_ns() - max(stat.st_mtime_ns, stat.st_ctime_ns) > SETTLE_NS
-        self._seen[key] = _Seen(signature, digest, settled)
-        return digest, data
-
-    def sweep(self) -> None:
-        """Forget every file not asked about since the last sweep (call once per build)."""
-        self._seen = {key: seen for key, seen in self._seen.items() if key in self._touched}
-        self._touched = set()
-
-    def tree(self, directory: Path, pattern: str) -> str:
-        """One digest of every file matching ``pattern`` below ``directory``, by relative path and content."""
-        sha = hashlib.sha256()
-        for path in sorted(directory.rglob(pattern)) if directory.is_dir() else ():
-            try:
-                digest = self.digest(path)
-            except OSError:  # deleted while listing: the watcher reports it and the next build settles it
-                continue
-            sha.update(f"{path.relative_to(directory).as_posix()}\0{digest}\0".encode())
-        return sha.hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class _Built:
-    tool: Tool
+class _Built(Generic[T]):
+    tool: T
     python: str | None  # digest of python/ it was built against, for a python binding
     script: tuple[str, str] | None  # (resolved path, digest) of its browser script
     warnings: tuple[Problem, ...]
 
 
-class BuildCache:
+class BuildCache(Generic[T]):
     """Built tools and file digests kept between the builds of one gateway."""
 
     def __init__(self) -> None:
         self.files = FileDigests()
-        self._tools: dict[ToolDefinition, _Built] = {}  # ToolDefinition compares by identity
+        self._tools: dict[ToolDefinition, _Built[T]] = {}  # ToolDefinition compares by identity
 
     def python_digest(self, env: BuildEnv) -> str:
         """Digest of ``<definitions>/python/*.py``, computed once per build."""
@@ -136,7 +63,7 @@ class BuildCache:
         return env.memo[key]
 
     def tool(self, definition: ToolDefinition, env: BuildEnv,
-             build: Callable[[ToolDefinition, BuildEnv], Tool]) -> Tool:
+             build: Callable[[ToolDefinition, BuildEnv], T]) -> T:
         """The tool built from ``definition``: reused when nothing it was built from changed, else ``build``."""
         built = self._tools.get(definition)
         # Asked for each of 10,000 tools on every reload: the common case (nothing changed) stays short.
@@ -151,7 +78,7 @@ class BuildCache:
         self._tools[definition] = _Built(tool, python, self._script(tool, env), tuple(env.warnings[before:]))
         return tool
 
-    def script_digest(self, tool: Tool) -> str:
+    def script_digest(self, tool: T) -> str:
         """Digest of the browser script of a tool this cache just returned, as its build (or reuse) saw it."""
         state = self._tools[tool.definition].script
         return state[1] if state else ""
@@ -163,7 +90,7 @@ class BuildCache:
             self._tools = {d: built for d, built in self._tools.items() if d in keep}
         self.files.sweep()
 
-    def _script(self, tool: Tool, env: BuildEnv) -> tuple[str, str] | None:
+    def _script(self, tool: T, env: BuildEnv) -> tuple[str, str] | None:
         if tool.script is None:
             return None
         declared = env.root / tool.definition.binding["browser"]["script"]

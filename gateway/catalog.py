@@ -19,11 +19,12 @@ from jsonschema import Draft202012Validator
 
 from .bindings import BindingProblems, BuildEnv, Executor, builder
 from .buildcache import BuildCache
-from .definitions import Definitions, Scope, ToolDefinition
+from .definitions import Definitions
 from .errors import DefinitionsInvalid, Problem, UnknownTool
 from .fastcheck import Check, compile_check
 from .schemas import compile_validator
 from .settings import Settings
+from .tool_definition import Scope, ToolDefinition
 
 NO_ARGUMENTS: Mapping[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 

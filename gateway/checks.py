@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 from jsonschema import ValidationError
 
-from .bindings import SERVER_BINDINGS
+from .binding_kinds import SERVER_BINDINGS
 from .errors import Problem
 from .offer_rules import compile_pattern
 from .schemas import definitions_validator, json_type, metaschema_errors, remote_refs
 
 if TYPE_CHECKING:
-    from .definitions import ToolDefinition
+    from .tool_definition import ToolDefinition
     from .yamlsource import YamlDocument
 
 

@@ -1,4 +1,4 @@
-"""Tool definitions as declared in YAML, and loading them from a directory.
+"""Loading tool definitions (``gateway.tool_definition``) from a directory.
 
 Loading is the first of two phases (the second is ``build_catalog``): every file is parsed and checked on its
 own, then the files are checked against each other. Each file's outcome depends on its bytes alone, so it is
@@ -13,72 +13,23 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from enum import Enum
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import checks
-from .bindings import SERVER_BINDINGS
-from .buildcache import FileDigests, FileRefused
+from .binding_kinds import SERVER_BINDINGS
 from .errors import Problem
+from .filedigests import FileDigests, FileRefused
 from .paths import outside_message, real_inside
 from .settings import Settings
+from .tool_definition import Scope, ToolDefinition
 from .yamlbudget import YamlLimits
 from .yamlsource import YamlDocument, parse_yaml
 
 YAML_SUFFIXES = (".yaml", ".yml")
 DEFAULT_LIMITS = YamlLimits.from_settings(Settings())
-
-
-class Scope(str, Enum):
-    SERVER = "server"  # runs in the gateway
-    CLIENT = "client"  # runs in the user's browser only
-    ALL = "all"  # either place
-
-    @property
-    def runs_on_server(self) -> bool:
-        return self is not Scope.CLIENT
-
-    @property
-    def runs_in_browser(self) -> bool:
-        return self is not Scope.SERVER
-
-
-
-
-@dataclass(frozen=True, eq=False)
-class ToolDefinition:
-    id: str
-    name: str
-    user_description: str
-    ai_description: str
-    scope: Scope
-    binding: Mapping[str, Any]
-    input_schema: Mapping[str, Any] | None = None
-    output_schema: Mapping[str, Any] | None = None
-    tags: tuple[str, ...] = ()
-    toolsets: tuple[str, ...] = ()
-    timeout_s: float | None = None
-    annotations: Mapping[str, bool] = field(default_factory=dict)
-    return_direct: bool = False
-    max_calls: int | None = None
-    offer: Mapping[str, Any] | None = None
-    # Where it was declared: the document and the index in its `tools` list.
-    document: YamlDocument | None = field(default=None, repr=False)
-    index: int = 0
-
-    @property
-    def file(self) -> str:
-        return self.document.file if self.document else "<memory>"
-
-    def problem(self, path: Iterable[str | int], message: str, *, key: bool = False, severity: str = "error") -> Problem:
-        """A problem located at ``path`` inside this tool's YAML node."""
-        full = ["tools", self.index, *path]
-        if self.document is None:
-            return Problem(self.file, 1, 1, f"tool '{self.id}': {message}", severity)
-        return self.document.problem(full, message, key=key, severity=severity)
 
 
 @dataclass(frozen=True, eq=False)

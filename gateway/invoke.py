@@ -33,9 +33,9 @@ from .definitions import Scope
 from .errors import ArgumentsInvalid, ToolError, ToolTimeout
 from .schemas import json_type
 from .surrogates import LONE, replace_lone, scrub
+from .truncation import truncate
 
 log = logging.getLogger("gateway.invoke")
-TRUNCATION_MARK = "\n…[truncated: {omitted} more characters]"
 
 
 @dataclass(frozen=True)
@@ -194,7 +194,7 @@ def normalise(tool: Tool, value: Any, side: str, max_chars: int) -> ToolResult:
         structured = True
     truncated = len(text) > max_chars
     if truncated:
-        text = text[:max_chars] + TRUNCATION_MARK.format(omitted=len(text) - max_chars)
+        text = truncate(text, max_chars)
         if isinstance(value, str):
             value = text
     return ToolResult(tool=tool.id, is_error=False, value=value, text=text, side=side, truncated=truncated,

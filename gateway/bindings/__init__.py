@@ -19,11 +19,9 @@ if TYPE_CHECKING:
     import httpx
 
     from ..context import CallContext
-    from ..definitions import ToolDefinition
     from ..settings import Settings
+    from ..tool_definition import ToolDefinition
 
-SERVER_BINDINGS = ("python", "http")  # the kinds that run in the gateway; "browser" runs in the page
-PYTHON_DIR = "python"  # <definitions>/python/: modules python bindings may name without being allowed
 Executor = Callable[[dict[str, Any], "CallContext"], Awaitable[Any]]
 
 

@@ -29,11 +29,11 @@ from .. import secrets as secret_store
 from ..context import CallContext
 from ..definitions import ToolDefinition
 from ..errors import ToolError
-from ..invoke import TRUNCATION_MARK
 from ..jsonselect import SelectionMissing
 from ..render_budget import run_bounded
 from ..secrets import Hidden
 from ..templates import OMIT, Compiled, RenderError, Template
+from ..truncation import truncate
 from ..upstream import (
     RETRY_STATUSES,
     TRANSIENT,
@@ -364,6 +364,4 @@ def _capped(value: Any, max_chars: int | None) -> Any:
     if max_chars is None:
         return value
     shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    if len(shown) <= max_chars:
-        return value
-    return shown[:max_chars] + TRUNCATION_MARK.format(omitted=len(shown) - max_chars)
+    return value if len(shown) <= max_chars else truncate(shown, max_chars)

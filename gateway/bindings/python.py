@@ -18,10 +18,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ..binding_kinds import PYTHON_DIR
 from ..context import CONTEXT_PARAMETERS, CallContext
-from ..definitions import ToolDefinition
 from ..signature import SchemaDerivationError, coerce, parameters, schema_for_function, type_hints
-from . import PYTHON_DIR, BindingProblems, Bound, BuildEnv
+from ..tool_definition import ToolDefinition
+from . import BindingProblems, Bound, BuildEnv
 from .imports import import_within
 from .workers import call_async, call_sync
 
