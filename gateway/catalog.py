@@ -22,6 +22,7 @@ from .buildcache import BuildCache
 from .definitions import Definitions
 from .errors import DefinitionsInvalid, Problem, UnknownTool
 from .fastcheck import Check, compile_check
+from .filters import FilterChains, build_chains
 from .schemas import compile_validator
 from .settings import Settings
 from .tool_definition import Scope, ToolDefinition
@@ -89,6 +90,7 @@ class Catalog:
     root: Path
     settings: Settings
     warnings: tuple[Problem, ...] = ()
+    filters: FilterChains = field(default_factory=lambda: FilterChains({}))  # every tool's, outermost first
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
     # Re-entrant: a memoised value may be built from other memoised values (a listing from per-tool entries).
     _memo_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -150,9 +152,13 @@ def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | 
         if tool.script:
             version.update(cache.script_digest(tool).encode())
     cache.retain(tool.definition for tool in tools.values())
+    # Resolved on every build, not cached with the tools: a filter's module may change while its tools do not.
+    # (getattr: the settings' toolset_filters field is still to be added.)
+    filters, filter_problems = build_chains(definitions.tools, env, getattr(settings, "toolset_filters", None))
+    problems += filter_problems
     if problems:
         raise DefinitionsInvalid(sorted(problems, key=lambda p: (p.file, p.line, p.column)))
-    return Catalog(tools, version.hexdigest()[:16], definitions.root, settings, tuple(env.warnings))
+    return Catalog(tools, version.hexdigest()[:16], definitions.root, settings, tuple(env.warnings), filters)
 
 
 def _build_tool(definition: ToolDefinition, env: BuildEnv) -> Tool:

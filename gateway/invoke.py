@@ -21,6 +21,7 @@ import math
 import time
 import uuid
 import weakref
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,7 @@ from .catalog import Catalog, Tool
 from .context import CallContext
 from .definitions import Scope
 from .errors import ArgumentsInvalid, ToolError, ToolTimeout
+from .filter_call import Filter, FilterCall
 from .schemas import json_type
 from .surrogates import LONE, replace_lone, scrub
 from .truncation import truncate
@@ -130,31 +132,102 @@ async def invoke(catalog: Catalog, tool_id: str, raw_arguments: Any = None,
     context = context or CallContext()
     started = time.perf_counter()
     side = choose_side(tool, context)
-    settings = catalog.settings
-    timeout = tool.definition.timeout_s or settings.default_timeout_s
+    filters = catalog.filters.of(tool.id)
     try:
         arguments = parse_arguments(tool, raw_arguments)
-        validate_arguments(tool, arguments)
-        try:
-            # Waiting for a free slot counts toward the timeout: a saturated gateway answers, it does not queue
-            # forever.
-            async with asyncio.timeout(timeout), _call_slots(settings.max_concurrent_calls):
-                value = await tool.executors[side](arguments, context)
-        except TimeoutError:
-            raise ToolTimeout(f"Tool '{tool.id}' did not finish within {timeout:g} s.") from None
-        result = normalise(tool, value, side, settings.max_result_chars)
+        validate_arguments(tool, arguments)  # before the filters: they see valid arguments
+        if filters:
+            result = await _filtered(catalog, FilterCall(tool, arguments, context, side), filters)
+        else:
+            result = await _run(catalog, tool, arguments, context, side)
     except ToolError as exc:
         result = error_result(tool.id, str(exc), side)
     except asyncio.CancelledError:  # the caller went away: the call ends with it
         raise
-    # The tool's own bug: log its internals, tell the LLM only that it failed. BaseException: an executor's
-    # SystemExit, KeyboardInterrupt or GeneratorExit is a tool failure too, never the server's exit.
-    except BaseException as exc:
-        reference = uuid.uuid4().hex[:8]
-        log.exception("tool %s failed [ref %s]", tool.id, reference)
-        message = f"Tool '{tool.id}' failed with an internal error ({type(exc).__name__}); ref {reference}."
-        result = error_result(tool.id, message, side)
+    except BaseException as exc:  # noqa: BLE001 — the tool's own bug, logged by _failure
+        result = _failure(exc, f"Tool '{tool.id}'", tool.id, side)
     return dataclasses.replace(result, duration_s=time.perf_counter() - started)
+
+
+def _timeout(tool: Tool, catalog: Catalog) -> float:
+    return tool.definition.timeout_s or catalog.settings.default_timeout_s
+
+
+async def _run(catalog: Catalog, tool: Tool, arguments: dict[str, Any], context: CallContext,
+               side: str) -> ToolResult:
+    """The binding under the tool's timeout and a call slot, its value normalised; raises what goes wrong."""
+    timeout = _timeout(tool, catalog)
+    try:
+        # Waiting for a free slot counts toward the timeout: a saturated gateway answers, it does not queue
+        # forever.
+        async with asyncio.timeout(timeout), _call_slots(catalog.settings.max_concurrent_calls):
+            value = await tool.executors[side](arguments, context)
+    except TimeoutError:
+        raise ToolTimeout(f"Tool '{tool.id}' did not finish within {timeout:g} s.") from None
+    return normalise(tool, value, side, catalog.settings.max_result_chars)
+
+
+async def _filtered(catalog: Catalog, call: FilterCall, filters: tuple[Filter, ...]) -> ToolResult:
+    """The onion (``gateway.filters``): each filter's ``next`` runs the filters inside it, innermost the tool.
+
+    Every layer answers a ``ToolResult``, so a filter sees a tool's failure as an error result, and a filter's
+    own failure is an error result for the filters around it. The tool's timeout bounds the whole onion.
+    """
+    tool = call.tool
+
+    async def layer(index: int, call: FilterCall) -> ToolResult:
+        if index == len(filters):
+            return await _answer(_innermost(catalog, call), f"Tool '{tool.id}'", call)
+        outer = filters[index]
+
+        async def next(given: FilterCall | None = None) -> ToolResult:
+            return await layer(index + 1, given or call)
+
+        return await _answer(_result_of(outer, call, next, catalog), f"Filter '{outer.name}' on tool '{tool.id}'",
+                             call)
+
+    timeout = _timeout(tool, catalog)
+    try:
+        async with asyncio.timeout(timeout):
+            return await layer(0, call)
+    except TimeoutError:
+        raise ToolTimeout(f"Tool '{tool.id}' did not finish within {timeout:g} s.") from None
+
+
+async def _innermost(catalog: Catalog, call: FilterCall) -> ToolResult:
+    validate_arguments(call.tool, call.arguments)  # again: a filter may have changed them
+    return await _run(catalog, call.tool, call.arguments, call.context, call.side)
+
+
+async def _result_of(outer: Filter, call: FilterCall, next: Any, catalog: Catalog) -> ToolResult:
+    """What a filter returned, as a result: a ``ToolResult`` as it is, any other value as the tool's value."""
+    returned = await outer.run(call, next)
+    if isinstance(returned, ToolResult):
+        return returned
+    if returned is None:
+        raise TypeError(f"filter '{outer.name}' returned None: return what next() returned, or a value")
+    return normalise(call.tool, returned, call.side, catalog.settings.max_result_chars)
+
+
+async def _answer(step: Awaitable[ToolResult], who: str, call: FilterCall) -> ToolResult:
+    """``step``'s result, or the error result of what it raised (cancellation propagates)."""
+    try:
+        return await step
+    except ToolError as exc:
+        return error_result(call.tool.id, str(exc), call.side)
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:  # noqa: BLE001 — a filter's or the tool's own bug, logged by _failure
+        return _failure(exc, who, call.tool.id, call.side)
+
+
+def _failure(exc: BaseException, who: str, tool_id: str, side: str) -> ToolResult:
+    """The tool's (or a filter's) own bug: log its internals, tell the LLM only that it failed. Called from an
+    ``except BaseException``: an executor's SystemExit, KeyboardInterrupt or GeneratorExit is a failure too,
+    never the server's exit."""
+    reference = uuid.uuid4().hex[:8]
+    log.exception("%s failed [ref %s]", who, reference)
+    return error_result(tool_id, f"{who} failed with an internal error ({type(exc).__name__}); ref {reference}.", side)
 
 
 _slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[int, asyncio.Semaphore]] = \

@@ -1,0 +1,212 @@
+"""Invocation filters: admin code wrapped around tool calls, like Semantic Kernel's
+``OnFunctionInvocationAsync(context, next)`` and Starlette's middleware.
+
+A filter is a callable ``filter(call, next)``. ``call`` is a ``FilterCall`` (the tool, the arguments it may
+change, the call context, the side and surface); ``await next()`` runs the rest of the onion (the filters inside
+it, then the tool) and returns its ``ToolResult`` — an error result rather than an exception when the tool
+failed. A filter returns a ``ToolResult`` (``next``'s, or one changed with ``dataclasses.replace``), or any other
+value, which then stands for the tool's return value (normalised, checked against the output schema); it may
+raise ``ToolError`` to answer with an error without calling the tool. Async filters are awaited on the event
+loop; sync ones run in a thread of their own, where ``next()`` blocks until the rest of the call is done.
+
+Declared in YAML (settings ``filters``, a tool's ``filters:``) as ``module:function`` — trusted like a Python
+binding: from ``<definitions>/python/`` or an allowed package — or ``{use: module:function, with: {...}}``,
+whose ``with`` entries are passed to the function as keyword arguments. A bare name is a built-in
+(``gateway.builtin_filters``), whose ``with`` is checked by the built-in. Everything is resolved and checked when
+the catalog is built; a call then only runs them. Order: settings filters outermost, then toolset filters, then
+the tool's own, each list in its written order (the first listed is the outermost).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .binding_kinds import PYTHON_DIR
+from .bindings import BuildEnv
+from .bindings.python import _allowed, _defined_in, _import_trusted, _is_local_module
+from .builtin_filters import BUILTINS
+from .errors import Problem
+from .filter_call import Filter, FilterCall, FilterProblem, Next
+
+if TYPE_CHECKING:
+    from .tool_definition import ToolDefinition
+
+SPEC = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
+BUILTIN = re.compile(r"^[a-z][a-z0-9_]*$")
+SETTINGS_FILE = "<settings>"  # where problems of the settings' filters point (they have no YAML position)
+# Sync filters wait in ``next()`` while the rest of the call runs, so each holds a thread for the whole call: a
+# pool of their own, as large as the gateway's default cap on calls in flight times two levels of sync filters.
+_THREADS = concurrent.futures.ThreadPoolExecutor(max_workers=128, thread_name_prefix="gateway-filter")
+
+def as_async(function: Callable[..., Any], config: Mapping[str, Any]) -> Callable[[FilterCall, Next], Awaitable[Any]]:
+    """The function as an async ``run(call, next)``; its ``with`` values bound as keywords."""
+    bound = partial(function, **config) if config else function
+    if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(type(function).__call__):
+        return bound
+
+    async def run_in_thread(call: FilterCall, next: Next) -> Any:
+        loop = asyncio.get_running_loop()
+        begun: list[concurrent.futures.Future[Any]] = []
+
+        def next_blocking(given: FilterCall | None = None) -> Any:
+            future = asyncio.run_coroutine_threadsafe(next(given), loop)
+            begun.append(future)
+            return future.result()
+
+        try:
+            return await loop.run_in_executor(_THREADS, bound, call, next_blocking)
+        except asyncio.CancelledError:
+            for future in begun:  # the rest of the call ends with this one; the thread's next() then raises
+                future.cancel()
+            raise
+
+    return run_in_thread
+
+
+def resolve(spec: Any, env: BuildEnv) -> Filter:
+    """One spec as written in YAML, resolved and checked; raises ``FilterProblem``."""
+    use, config, where = _shape(spec)
+    if SPEC.match(use):
+        function = _trusted_function(use, env, where)
+        _check_signature(use, function, config)
+        return Filter(use, as_async(function, config))
+    make = BUILTINS.get(use)
+    if make is None:
+        raise FilterProblem(f"unknown filter {use!r}: give module:function, or a built-in "
+                            f"({', '.join(sorted(BUILTINS))})", where)
+    return Filter(use, make(config))
+
+
+def _shape(spec: Any) -> tuple[str, dict[str, Any], list[str | int]]:
+    """(use, with, path of ``use``) of a spec: a string, or a mapping of ``use`` and optional ``with``."""
+    if isinstance(spec, str):
+        use, config, where = spec, {}, []
+    elif isinstance(spec, Mapping):
+        unknown = sorted(set(map(str, spec)) - {"use", "with"})
+        if unknown:
+            raise FilterProblem(f"unknown key {unknown[0]!r} in a filter (allowed: use, with)", [unknown[0]])
+        use, config, where = spec.get("use"), spec.get("with") or {}, ["use"]
+        if not isinstance(config, Mapping):
+            raise FilterProblem(f"a filter's 'with' must be a mapping, got {type(config).__name__}", ["with"])
+        if not isinstance(use, str):
+            raise FilterProblem("a filter mapping needs 'use': module:function or a built-in's name", [])
+        config = {str(key): value for key, value in config.items()}
+    else:
+        raise FilterProblem(f"a filter is module:function, a built-in's name or {{use, with}}, "
+                            f"got {type(spec).__name__}")
+    if not (SPEC.match(use) or BUILTIN.match(use)):
+        raise FilterProblem(f"invalid filter {use!r}: give module:function or a built-in's name", where)
+    return use, config, where
+
+
+def _trusted_function(target: str, env: BuildEnv, where: list[str | int]) -> Callable[..., Any]:
+    """The function ``module:function`` names, under the python binding's trust rule."""
+    # The python binding's import and trust checks (not its call path).
+    module_name, _, attribute = target.partition(":")
+    python_dir = env.memo.get("python-dir-resolved") or env.memo.setdefault(
+        "python-dir-resolved", (env.root / PYTHON_DIR).resolve())
+    key = ("python-module", module_name)
+    if key not in env.memo:
+        env.memo[key] = _import_trusted(module_name, python_dir, env)
+    module = env.memo[key]
+    if isinstance(module, str):
+        raise FilterProblem(module, where)
+    function = getattr(module, attribute, None)
+    if function is None:
+        raise FilterProblem(f"module '{module_name}' has no attribute '{attribute}'", where)
+    if not callable(function):
+        raise FilterProblem(f"'{target}' is not callable (it is {type(function).__name__})", where)
+    origin = _defined_in(function)
+    if not (_is_local_module(origin, Path(python_dir)) or _allowed(origin or "", env.settings.allowed_packages)):
+        raise FilterProblem(f"'{target}' is defined in module '{origin}', which is not allowed: name the function "
+                            f"where it is defined, from {PYTHON_DIR}/ or an allowed package", where)
+    return function
+
+
+def _check_signature(target: str, function: Callable[..., Any], config: Mapping[str, Any]) -> None:
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return  # a builtin without a signature: its first call says what is wrong
+    try:
+        signature.bind(None, None, **config)
+    except TypeError as exc:
+        accepted = list(signature.parameters)[2:]
+        detail = f" (it takes: {', '.join(accepted)})" if accepted else ""
+        raise FilterProblem(f"filter '{target}' must take (call, next) and the keys of 'with': {exc}{detail}",
+                            ["with"] if config else []) from None
+
+
+def tool_specs(definition: ToolDefinition) -> list[Any]:
+    """The ``filters:`` a tool declares, as written."""
+    document = definition.document
+    if document is None or not isinstance(document.data, dict):
+        return []
+    try:
+        specs = document.data["tools"][definition.index].get("filters")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return []
+    return specs if isinstance(specs, list) else []
+
+
+@dataclass(frozen=True)
+class FilterChains:
+    """Every tool's filters, outermost first: what a catalog keeps and ``invoke`` runs."""
+
+    by_tool: Mapping[str, tuple[Filter, ...]]
+
+    def of(self, tool_id: str) -> tuple[Filter, ...]:
+        return self.by_tool.get(tool_id, ())
+
+
+def build_chains(tools: Iterable[ToolDefinition], env: BuildEnv,
+                 toolset_specs: Mapping[str, Sequence[Any]] | None = None) -> tuple[FilterChains, list[Problem]]:
+    """Resolve the settings', toolsets' and tools' filters once per build; every problem, each where it is."""
+    problems: list[Problem] = []
+    outer = _resolve_all(env.settings.filters, env, problems, lambda i, path, message: Problem(
+        SETTINGS_FILE, 1, 1, f"setting 'filters' [{i}]{_suffix(path)}: {message}"))
+    by_toolset: dict[str, tuple[Filter, ...]] = {}
+    if not isinstance(toolset_specs or {}, Mapping):
+        problems.append(Problem(SETTINGS_FILE, 1, 1, "setting 'toolset_filters': expected a mapping of toolset "
+                                                     f"to a list of filters, got {type(toolset_specs).__name__}"))
+        toolset_specs = {}
+    for toolset, specs in (toolset_specs or {}).items():
+        if not isinstance(specs, list | tuple):
+            problems.append(Problem(SETTINGS_FILE, 1, 1, f"setting 'toolset_filters' {toolset}: expected a list of "
+                                                         f"filters, got {type(specs).__name__}"))
+            continue
+        by_toolset[str(toolset)] = _resolve_all(specs, env, problems, lambda i, path, message, t=toolset: Problem(
+            SETTINGS_FILE, 1, 1, f"setting 'toolset_filters' {t} [{i}]{_suffix(path)}: {message}"))
+    chains: dict[str, tuple[Filter, ...]] = {}
+    for definition in tools:
+        own = tool_specs(definition)
+        inner = _resolve_all(own, env, problems, lambda i, path, message, d=definition: d.problem(
+            ["filters", i, *path], message)) if own else ()
+        middle = tuple(f for name, filters in by_toolset.items() if name in definition.toolsets for f in filters)
+        chain = outer + middle + inner
+        if chain:
+            chains[definition.id] = chain
+    return FilterChains(chains), problems
+
+
+def _suffix(path: Sequence[str | int]) -> str:
+    return "".join(f".{step}" if isinstance(step, str) else f"[{step}]" for step in path)
+
+
+def _resolve_all(specs: Iterable[Any], env: BuildEnv, problems: list[Problem],
+                 where: Callable[[int, Sequence[str | int], str], Problem]) -> tuple[Filter, ...]:
+    resolved = []
+    for index, spec in enumerate(specs):
+        try:
+            resolved.append(resolve(spec, env))
+        except FilterProblem as exc:
+            problems.append(where(index, exc.path, str(exc)))
+    return tuple(resolved)

@@ -1,0 +1,33 @@
+"""Invocation filters in the chat loop: what the (fake) LLM is sent back is what the filters made of each call."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fake_llm import Reply
+from filter_tools import SETTINGS_FILTERS, surfaces_dir
+
+ARGUMENTS = {"text": "alice@example.com hi"}
+
+
+@pytest.fixture(scope="module")
+def filter_defs(tmp_path_factory: pytest.TempPathFactory):
+    return surfaces_dir(tmp_path_factory.mktemp("chat-filters"))
+
+
+def test_the_llm_receives_what_the_filters_made(endpoint, llm, filter_defs) -> None:
+    """Changed arguments, a refusal, a failing filter (an error with a reference, the turn goes on), the attached
+    schema, and the settings filter's redaction all reach the model as tool results."""
+    ep = endpoint(filter_defs, filters=SETTINGS_FILTERS)
+    calls = [(f"call_{name}", name, ARGUMENTS) for name in ("shouted", "refused", "crashing", "schema")]
+    llm.answer(Reply(tool_calls=calls), Reply(content="done"))
+    response = ep.post({"model": "default", "messages": [{"role": "user", "content": "go"}]})
+    assert response.status_code == 200 and response.json()["choices"][0]["message"]["content"] == "done"
+    results = {m["tool_call_id"]: m["content"] for m in llm.requests[1].body["messages"] if m["role"] == "tool"}
+    assert json.loads(results["call_shouted"]) == {"echo": "ALICE@EXAMPLE.COM HI", "secret": "key-1234 of [redacted]"}
+    assert "not today" in results["call_refused"]
+    assert "myfilters:crash" in results["call_crashing"] and "ref " in results["call_crashing"]
+    wrapped = json.loads(results["call_schema"])
+    assert wrapped["value"] == {"echo": "[redacted] hi", "secret": "key-1234 of [redacted]"}
+    assert wrapped["schema"]["properties"]["echo"] == {"type": "string"}
