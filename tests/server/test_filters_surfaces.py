@@ -94,3 +94,19 @@ def test_cli_validate_reports_a_filter_problem_where_it_is(tmp_path: Path, capsy
     err = capsys.readouterr().err
     assert "tools.yaml:7:" in err and "no attribute 'shuot'" in err
     assert "setting 'filters' [0]" in err and "unknown filter 'nosuch'" in err
+
+
+def test_a_served_gateway_reloads_its_filters(tmp_path: Path, start_server) -> None:
+    """Editing a filter's module and reloading serves the new filter; a filter broken by an edit is reported by
+    the reload, and the last good catalog keeps serving."""
+    definitions = surfaces_dir(tmp_path)
+    server = start_server(definitions)
+    assert rest(server, "answered").json()["result"]["echo"] == "from the filter"
+    module = definitions / "python" / "myfilters.py"
+    module.write_text(module.read_text().replace("from the filter", "from the edited filter"))
+    assert httpx.post(f"{server.url}/admin/reload", timeout=30).json()["ok"] is True
+    assert rest(server, "answered").json()["result"]["echo"] == "from the edited filter"
+    module.write_text(module.read_text().replace("async def answer(", "async def renamed("))
+    failed = httpx.post(f"{server.url}/admin/reload", timeout=30).json()
+    assert failed["ok"] is False and "no attribute 'answer'" in json.dumps(failed)
+    assert rest(server, "answered").json()["result"]["echo"] == "from the edited filter"
