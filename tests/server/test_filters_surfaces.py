@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from filter_tools import SETTINGS_FILTERS, surfaces_dir
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from server_support import running
+from websockets.asyncio.client import connect
 
 from gateway.cli import main
 
@@ -110,3 +112,35 @@ def test_a_served_gateway_reloads_its_filters(tmp_path: Path, start_server) -> N
     failed = httpx.post(f"{server.url}/admin/reload", timeout=30).json()
     assert failed["ok"] is False and "no attribute 'answer'" in json.dumps(failed)
     assert rest(server, "answered").json()["result"]["echo"] == "from the edited filter"
+
+
+BROWSER_TOOL = '''
+  - id: page_echo
+    name: Page echo
+    user_description: Echoes in the page.
+    ai_description: Echoes in the page.
+    scope: client
+    input_schema: {type: object, properties: {text: {type: string}}, required: [text]}
+    binding: {browser: {script: scripts/page_echo.js}}
+    filters: ["myfilters:shout"]
+'''
+
+
+async def test_calls_run_in_a_browser_page_go_through_the_filters(tmp_path: Path, start_server) -> None:
+    """A call run by a page over the browser bridge passes the same filters: the page receives the arguments a
+    filter changed, and the settings filter redacts what the page answered."""
+    definitions = surfaces_dir(tmp_path)
+    (definitions / "scripts").mkdir()
+    (definitions / "scripts" / "page_echo.js").write_text("GatewayTools.register('page_echo', {execute: x => x});\n")
+    (definitions / "tools.yaml").write_text((definitions / "tools.yaml").read_text() + BROWSER_TOOL)
+    server = start_server(definitions, filters=SETTINGS_FILTERS)
+    async with connect(server.url.replace("http", "ws", 1) + "/client/bridge") as page, \
+            httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+        session = json.loads(await page.recv())["session"]
+        call = asyncio.create_task(http.post("/tools/page_echo/call", json={"text": "hi"},
+                                             headers={"X-Gateway-Session": session}))
+        sent = json.loads(await page.recv())
+        assert json.loads(sent["input"]) == {"text": "HI"}
+        await page.send(json.dumps({"type": "result", "id": sent["id"], "value": "HI alice@example.com"}))
+        body = (await call).json()
+    assert body["is_error"] is False and body["result"] == "HI [redacted]"
