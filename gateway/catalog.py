@@ -41,11 +41,21 @@ class Tool:
     # Says True, fast, for arguments that plainly match a simple input schema (gateway.fastcheck).
     fast_check: Check | None = None
     script: Path | None = None
+    # The output schema the binding derived (a Python function's return annotation) when the YAML gives none.
+    derived_output_schema: Mapping[str, Any] | None = None
+    # How the LLM learns the output schema: the tool's return_schema, else the settings' (description|result|none).
+    return_schema: str = "none"
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
     def id(self) -> str:
         return self.definition.id
+
+    @property
+    def output_schema(self) -> Mapping[str, Any] | None:
+        """The schema results are checked against: declared in YAML, else derived by the binding, else None."""
+        declared = self.definition.output_schema
+        return declared if declared is not None else self.derived_output_schema
 
     def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
         """A value computed once per tool. A reload reuses the Tool objects of unchanged definitions
@@ -73,8 +83,8 @@ class Tool:
             "scope": d.scope.value,
             "input_schema": self.input_schema,
         }
-        if d.output_schema is not None:
-            entry["output_schema"] = d.output_schema
+        if self.output_schema is not None:
+            entry["output_schema"] = self.output_schema
         entry["tags"] = list(d.tags)
         entry["toolsets"] = list(d.toolsets)
         entry["annotations"] = dict(d.annotations)
@@ -165,6 +175,7 @@ def _build_tool(definition: ToolDefinition, env: BuildEnv) -> Tool:
     problems: list[Problem] = []
     executors: dict[str, Executor] = {}
     derived: Mapping[str, Any] | None = None
+    derived_output: Mapping[str, Any] | None = None
     script: Path | None = None
     for kind in definition.binding:
         try:
@@ -174,11 +185,12 @@ def _build_tool(definition: ToolDefinition, env: BuildEnv) -> Tool:
             continue
         executors["client" if kind == "browser" else "server"] = bound.executor
         derived = derived or bound.input_schema
+        derived_output = derived_output or bound.output_schema
         script = bound.files[0] if kind == "browser" and bound.files else script
     if problems:
         raise BindingProblems(problems)
     input_schema = definition.input_schema or derived or NO_ARGUMENTS
-    output = definition.output_schema
+    output = definition.output_schema if definition.output_schema is not None else derived_output
     return Tool(
         definition=definition,
         input_schema=input_schema,
@@ -187,5 +199,7 @@ def _build_tool(definition: ToolDefinition, env: BuildEnv) -> Tool:
         output_validator=compile_validator(dict(output)) if output is not None else None,
         executors=executors,
         script=script,
+        derived_output_schema=derived_output,
+        return_schema=definition.return_schema or env.settings.return_schema,
     )
 

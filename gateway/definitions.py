@@ -115,6 +115,7 @@ def _definition(raw: dict[str, Any], document: YamlDocument, index: int) -> Tool
         return_direct=bool(raw.get("return_direct", False)),
         max_calls=raw.get("max_calls"),
         offer=raw.get("offer"),
+        return_schema=raw.get("return_schema"),
         document=document,
         index=index,
     )

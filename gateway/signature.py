@@ -1,12 +1,18 @@
 """JSON Schema derived from a Python function's signature (the Semantic Kernel way), and the reverse trip.
 
-``schema_for_function`` describes the parameters the LLM fills; ``coerce`` turns validated JSON arguments back
-into what the annotations ask for (Enum members, dataclasses, dates), so tool functions get real Python values.
+``schema_for_function`` describes the parameters the LLM fills; ``schema_for_return`` what the function returns;
+``coerce`` turns validated JSON arguments back into what the annotations ask for (Enum members, dataclasses,
+dates), so tool functions get real Python values.
+
+Descriptions come from ``Annotated[T, "text"]`` first, then from docstrings (Google, NumPy or reST style, read
+by ``docstring_parser``): a function's ``Args:`` and ``Returns:``, a class's own text, and its fields' from an
+``Attributes:`` section or a string right below the field (PEP 257's attribute docstring).
 """
 
 from __future__ import annotations
 
 import collections.abc
+import contextlib
 import dataclasses
 import datetime as dt
 import enum
@@ -14,6 +20,9 @@ import inspect
 import types
 from collections.abc import Callable, Collection, Mapping
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
+
+import docstring_parser
+from docstring_parser.attrdoc import add_attribute_docstrings
 
 _SCALARS: dict[Any, dict[str, Any]] = {
     str: {"type": "string"},
@@ -48,13 +57,18 @@ def type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
     return get_type_hints(target, include_extras=True)
 
 
-def schema_for_function(fn: Callable[..., Any], hidden: Collection[str]) -> dict[str, Any]:
+def _readable_hints(fn: Callable[..., Any]) -> dict[str, Any]:
     try:
-        hints = type_hints(fn)
-    except Exception as exc:  # a hint that names something undefined, evaluated lazily
+        return type_hints(fn)
+    except Exception as exc:  # noqa: BLE001 — a hint naming something undefined fails, lazily, with any error
         raise SchemaDerivationError(f"cannot read type hints: {type(exc).__name__}: {exc}") from None
+
+
+def schema_for_function(fn: Callable[..., Any], hidden: Collection[str]) -> dict[str, Any]:
+    hints = _readable_hints(fn)
     properties: dict[str, Any] = {}
     required: list[str] = []
+    documented = _field_descriptions(_docstring(fn))
     for param in parameters(fn, hidden):
         if param.name not in hints:
             raise SchemaDerivationError(
@@ -64,6 +78,7 @@ def schema_for_function(fn: Callable[..., Any], hidden: Collection[str]) -> dict
             schema = schema_for_type(hints[param.name])
         except SchemaDerivationError as exc:
             raise SchemaDerivationError(f"parameter '{param.name}': {exc}") from None
+        schema = _described(schema, documented.get(param.name))
         if param.default is inspect.Parameter.empty:
             required.append(param.name)
         elif _is_json(param.default):
@@ -74,6 +89,24 @@ def schema_for_function(fn: Callable[..., Any], hidden: Collection[str]) -> dict
         result["required"] = required
     result["additionalProperties"] = False
     return result
+
+
+def schema_for_return(fn: Callable[..., Any]) -> dict[str, Any] | None:
+    """The JSON Schema of what ``fn`` returns, from its return annotation (and its docstring's ``Returns:``).
+
+    None when the annotation says nothing a schema could check: missing, ``None``, ``Any`` or ``object``.
+    """
+    hints = _readable_hints(fn)
+    if hints.get("return", type(None)) is type(None):
+        return None
+    try:
+        schema = schema_for_type(hints["return"])
+    except SchemaDerivationError as exc:
+        raise SchemaDerivationError(f"return annotation: {exc}") from None
+    if not schema:
+        return None
+    returns = _docstring(fn).returns
+    return _described(schema, returns.description if returns else None)
 
 
 def schema_for_type(hint: Any) -> dict[str, Any]:
@@ -106,7 +139,7 @@ def schema_for_type(hint: Any) -> dict[str, Any]:
         return {"anyOf": options}
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         schema = schema_for_type(Literal[tuple(member.value for member in hint)])
-        return {**schema, "description": _doc(hint)} if _doc(hint) else schema
+        return _described(schema, _docstring(hint).description)
     if origin in _ARRAYS or hint in _ARRAYS:
         if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
             return {"type": "array", "prefixItems": [schema_for_type(a) for a in args], "items": False,
@@ -145,24 +178,48 @@ def _constrain(schema: dict[str, Any], keywords: dict[str, Any]) -> dict[str, An
 
 
 def _object(cls: type, hints: Mapping[str, Any], required: list[str]) -> dict[str, Any]:
+    docstring = _docstring(cls)
+    documented = _field_descriptions(docstring)
     schema: dict[str, Any] = {
         "type": "object",
-        "properties": {name: schema_for_type(hint) for name, hint in hints.items()},
+        "properties": {name: _described(schema_for_type(hint), documented.get(name)) for name, hint in hints.items()},
         "additionalProperties": False,
     }
     if required:
         schema["required"] = [name for name in hints if name in required]
-    if _doc(cls):
-        schema["description"] = _doc(cls)
-    return schema
+    return _described(schema, docstring.description)
 
 
-def _doc(cls: type) -> str | None:
-    doc = inspect.getdoc(cls)
-    inherited = {inspect.getdoc(base) for base in cls.__mro__[1:]}
-    # A dataclass without a docstring gets its signature as __doc__; that is no description.
-    generated = dataclasses.is_dataclass(cls) and doc is not None and doc.startswith(cls.__name__ + "(")
-    return doc if doc and doc not in inherited and not generated else None
+def _described(schema: dict[str, Any], description: str | None) -> dict[str, Any]:
+    """``schema`` with ``description`` unless it has one already (``Annotated`` text wins over a docstring)."""
+    if not description or not description.strip() or "description" in schema:
+        return schema
+    return {**schema, "description": description.strip()}
+
+
+def _docstring(target: Any) -> docstring_parser.Docstring:
+    """The parsed docstring of a function or class: its own (not inherited, not generated), and for a class the
+    attribute docstrings in its source."""
+    doc = inspect.getdoc(target)
+    if inspect.isclass(target):
+        inherited = {inspect.getdoc(base) for base in target.__mro__[1:]}
+        # A dataclass without a docstring gets its signature as __doc__; that is no description.
+        generated = dataclasses.is_dataclass(target) and doc is not None and doc.startswith(target.__name__ + "(")
+        doc = None if doc in inherited or generated else doc
+    try:
+        parsed = docstring_parser.parse(doc or "")
+    except docstring_parser.ParseError:  # a docstring in no known style still describes its object
+        parsed = docstring_parser.Docstring()
+        parsed.short_description = doc
+    if inspect.isclass(target):
+        # Needs the class's source: a class defined where there is none (a REPL, exec) just has no such docs.
+        with contextlib.suppress(OSError, TypeError, SyntaxError):
+            add_attribute_docstrings(target, parsed)
+    return parsed
+
+
+def _field_descriptions(docstring: docstring_parser.Docstring) -> dict[str, str]:
+    return {param.arg_name: param.description for param in docstring.params if param.description}
 
 
 def _is_json(value: Any) -> bool:

@@ -46,6 +46,8 @@ class ToolDefinition:
     return_direct: bool = False
     max_calls: int | None = None
     offer: Mapping[str, Any] | None = None
+    # How the LLM learns the output schema (description | result | none); None: the settings' return_schema.
+    return_schema: str | None = None
     # Where it was declared: the document and the index in its `tools` list.
     document: YamlDocument | None = field(default=None, repr=False)
     index: int = 0

@@ -53,6 +53,8 @@ class Bound:
     executor: Executor
     # A schema the binding derived (a Python function's signature); None when the definition gives one.
     input_schema: Mapping[str, Any] | None = None
+    # The schema of its results the binding derived (a Python function's return annotation), likewise.
+    output_schema: Mapping[str, Any] | None = None
     # Files the binding depends on (a browser script), part of the catalog's version.
     files: tuple[Path, ...] = ()
 

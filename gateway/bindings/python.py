@@ -13,6 +13,7 @@ import importlib
 import inspect
 import sys
 import threading
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -20,7 +21,7 @@ from typing import Any
 
 from ..binding_kinds import PYTHON_DIR
 from ..context import CONTEXT_PARAMETERS, CallContext
-from ..signature import SchemaDerivationError, coerce, parameters, schema_for_function, type_hints
+from ..signature import SchemaDerivationError, coerce, parameters, schema_for_function, schema_for_return, type_hints
 from ..tool_definition import ToolDefinition
 from . import BindingProblems, Bound, BuildEnv
 from .imports import import_within
@@ -57,22 +58,33 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
         # A trusted module may import anything (`from subprocess import run`): what runs must be trusted too.
         raise fail(f"'{target}' is defined in module '{origin}', which is not allowed: bind the function where it is "
                    f"defined, from {PYTHON_DIR}/ or an allowed package")
-    derived = None if definition.input_schema is not None else _derived_schema(target, function, env)
+    derived = None if definition.input_schema is not None else _derived(
+        "input", lambda: schema_for_function(function, CONTEXT_PARAMETERS), target, env)
     if isinstance(derived, str):
         raise fail(f"cannot derive an input schema from '{target}': {derived}")
     problems = _signature_mismatch(definition, function)
     if problems:
         raise BindingProblems(problems)
+    output = None if definition.output_schema is not None else _derived(
+        "output", lambda: schema_for_return(function), target, env)
+    if isinstance(output, str):
+        # Results were never checked against a return annotation: one that has no schema is no reason to refuse
+        # a tool that served before. Said once per tool, so the admin can fix the annotation or declare a schema.
+        env.warnings.append(definition.problem(["binding", "python"], f"no output schema derived from '{target}': "
+                                               f"{output}; declare output_schema to give one", severity="warning"))
+        output = None
     slots = ((env.root, definition.id), env.settings.max_concurrent_calls_per_tool)
-    return Bound(executor=_executor(definition.id, function, slots), input_schema=derived)
+    return Bound(executor=_executor(definition.id, function, slots), input_schema=derived, output_schema=output)
 
 
-def _derived_schema(target: str, function: Any, env: BuildEnv) -> dict[str, Any] | str:
-    """The function's derived input schema, or why there is none; once per function and build."""
-    key = ("python-schema", target)
+def _derived(which: str, derive: Callable[[], dict[str, Any] | None], target: str,
+             env: BuildEnv) -> dict[str, Any] | str | None:
+    """The function's derived ``which`` ("input"/"output") schema, or why there is none; once per function and
+    build (many tools may bind one function)."""
+    key = ("python-schema", which, target)
     if key not in env.memo:
         try:
-            env.memo[key] = schema_for_function(function, CONTEXT_PARAMETERS)
+            env.memo[key] = derive()
         except SchemaDerivationError as exc:
             env.memo[key] = str(exc)
     return env.memo[key]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import Unadaptable
 from .refs import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_SINGLES, inline_refs
+from .returns import returns_text
 
 if TYPE_CHECKING:
     from ..catalog import Tool
@@ -52,22 +53,23 @@ def prepare(schema: Mapping[str, Any], *, keep_cycles: bool) -> dict[str, Any]:
     return root
 
 
-def model_text(tool: Tool) -> str:
-    """The description a model reads: ``ai_description`` (falling back to what else describes the tool)."""
+def model_text(tool: Tool, extra: str | None = None) -> str:
+    """The description a model reads: ``ai_description`` (falling back to what else describes the tool), then
+    ``extra``, then the return-value schema when the tool's ``return_schema`` is ``description``."""
     d = tool.definition
-    return d.ai_description or d.user_description or d.name or tool.id
+    parts = [d.ai_description or d.user_description or d.name or tool.id, extra, returns_text(tool)]
+    return "\n\n".join(part for part in parts if part)
 
 
 def tool_description(tool: Tool, prepared: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """What the model reads about the tool: its ``ai_description``, then the parameters' own description.
+    """What the model reads about the tool: its ``ai_description``, the parameters' own description, and what it
+    returns (``model_text``).
 
     The root schema's description (with what ``flatten_root`` said there) moves up into the tool's description,
     the one text every provider is sure to show its model.
     """
-    text = model_text(tool)
     root = dict(prepared)
-    extra = root.pop("description", None)
-    return (f"{text}\n\n{extra}" if extra else text), root
+    return model_text(tool, root.pop("description", None)), root
 
 
 def check_parameter_names(schema: Mapping[str, Any], allowed: re.Pattern[str], target: str) -> None:

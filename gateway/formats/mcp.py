@@ -32,8 +32,8 @@ def render(tool: Tool) -> dict[str, Any]:
         entry["title"] = d.name
     entry["description"] = model_text(tool)
     entry["inputSchema"] = dict(tool.input_schema)
-    if d.output_schema is not None:
-        entry["outputSchema"] = output_schema(d.output_schema)
+    if tool.output_schema is not None:
+        entry["outputSchema"] = output_schema(tool.output_schema)
     hints = {ANNOTATIONS[key]: value for key, value in d.annotations.items() if key in ANNOTATIONS}
     if hints:
         entry["annotations"] = hints
@@ -59,7 +59,7 @@ def output_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 def structured_content(tool: Tool, value: Any) -> dict[str, Any] | None:
     """The ``structuredContent`` for a result ``value`` matching the tool's output schema (None without one)."""
-    schema = tool.definition.output_schema
+    schema = tool.output_schema
     if schema is None:
         return None
     return {"result": value} if wraps_result(schema) else value

@@ -9,18 +9,27 @@ from typing import Annotated
 
 
 class Brightness(Enum):
+    """How bright a light shines."""
+
     LOW = "low"
     MEDIUM = "medium"
     HIGH = "high"
 
 
+# Both tools return this type, so the gateway derives their output schemas from it (the YAML declares none): the
+# docstrings below become its descriptions, results are checked against it, and MCP clients get it as
+# outputSchema and structuredContent.
 @dataclass(frozen=True)
 class LightModel:
+    """A light and its current state."""
+
     id: int
+    """The light's id, for change_state."""
     name: str
+    """What people call the light."""
     is_on: bool
     brightness: Brightness
-    color: str  # hex "#RRGGBB"
+    color: Annotated[str, "Hex color #RRGGBB.", {"pattern": "^#[0-9A-Fa-f]{6}$"}]
 
 
 _lock = threading.Lock()
