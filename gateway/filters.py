@@ -46,6 +46,7 @@ SETTINGS_FILE = "<settings>"  # where problems of the settings' filters point (t
 # pool of their own, as large as the gateway's default cap on calls in flight times two levels of sync filters.
 _THREADS = concurrent.futures.ThreadPoolExecutor(max_workers=128, thread_name_prefix="gateway-filter")
 
+
 def as_async(function: Callable[..., Any], config: Mapping[str, Any]) -> Callable[[FilterCall, Next], Awaitable[Any]]:
     """The function as an async ``run(call, next)``; its ``with`` values bound as keywords."""
     bound = partial(function, **config) if config else function
@@ -186,12 +187,17 @@ def build_chains(tools: Iterable[ToolDefinition], env: BuildEnv,
         by_toolset[str(toolset)] = _resolve_all(specs, env, problems, lambda i, path, message, t=toolset: Problem(
             SETTINGS_FILE, 1, 1, f"setting 'toolset_filters' {t} [{i}]{_suffix(path)}: {message}"))
     chains: dict[str, tuple[Filter, ...]] = {}
+    attach = Filter("attach_output_schema", BUILTINS["attach_output_schema"]({}))
     for definition in tools:
         own = tool_specs(definition)
         inner = _resolve_all(own, env, problems, lambda i, path, message, d=definition: d.problem(
             ["filters", i, *path], message)) if own else ()
         middle = tuple(f for name, filters in by_toolset.items() if name in definition.toolsets for f in filters)
         chain = outer + middle + inner
+        # return_schema: result is the built-in, outermost, so the model reads the value the other filters made.
+        if (definition.return_schema or env.settings.return_schema) == "result" \
+                and all(f.name != attach.name for f in chain):
+            chain = (attach, *chain)
         if chain:
             chains[definition.id] = chain
     return FilterChains(chains), problems

@@ -211,3 +211,21 @@ def test_toolset_filters_of_the_wrong_shape_are_problems(tmp_path: Path) -> None
     tools = load_definitions(root).tools
     assert "expected a mapping" in str(build_chains(tools, env, ["cache"])[1][0])
     assert "expected a list" in str(build_chains(tools, env, {"words": "cache"})[1][0])
+
+
+def test_return_schema_result_attaches_the_schema(tmp_path: Path) -> None:
+    """``return_schema: result`` (settings or tool) wraps what the LLM reads as {value, schema}, once, outermost;
+    ``none`` on the tool leaves its text alone."""
+    schema = "output_schema: {type: object, properties: {echo: {type: string}, secret: {type: string}}}\n"
+    root = make_dir(tmp_path, [
+        tool_yaml("wrapped", "ftools:echo", filters="filters: [attach_output_schema]\n" + schema),
+        tool_yaml("plain", "ftools:echo", filters=schema + "return_schema: none\n"),
+        tool_yaml("redacted", "ftools:echo", filters=schema + 'filters: [{use: redact, with: {literals: ["hi"]}}]\n')])
+    catalog = catalog_for(root, return_schema="result")
+    wrapped = call(catalog, "wrapped", {"text": "hi"})
+    assert json.loads(wrapped.text)["value"] == wrapped.value and "schema" in json.loads(wrapped.text)
+    assert [f.name for f in catalog.filters.of("wrapped")] == ["attach_output_schema"]
+    assert json.loads(call(catalog, "plain", {"text": "hi"}).text) == {"echo": "hi", "secret": "key-1234 of "
+                                                                                               "alice@example.com"}
+    redacted = json.loads(call(catalog, "redacted", {"text": "hi"}).text)
+    assert redacted["value"]["echo"] == "[redacted]" and redacted["schema"]["type"] == "object"

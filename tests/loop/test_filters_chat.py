@@ -31,3 +31,14 @@ def test_the_llm_receives_what_the_filters_made(endpoint, llm, filter_defs) -> N
     wrapped = json.loads(results["call_schema"])
     assert wrapped["value"] == {"echo": "[redacted] hi", "secret": "key-1234 of [redacted]"}
     assert wrapped["schema"]["properties"]["echo"] == {"type": "string"}
+
+
+def test_return_schema_result_is_what_the_llm_receives(endpoint, llm, filter_defs) -> None:
+    """With ``return_schema: result`` the model is sent each result as {value, schema} (here the schema derived
+    from ``-> dict``); the tool execution the caller gets keeps the plain value."""
+    ep = endpoint(filter_defs, return_schema="result")
+    llm.answer(Reply(tool_calls=[("call_1", "answered", ARGUMENTS)]), Reply(content="done"))
+    response = ep.post({"model": "default", "messages": [{"role": "user", "content": "go"}]})
+    [sent] = [m["content"] for m in llm.requests[1].body["messages"] if m["role"] == "tool"]
+    assert json.loads(sent) == {"value": {"echo": "from the filter", "secret": ""}, "schema": {"type": "object"}}
+    assert response.json()["tool_executions"][0]["result"] == {"echo": "from the filter", "secret": ""}
