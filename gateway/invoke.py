@@ -21,8 +21,9 @@ import math
 import time
 import uuid
 import weakref
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from jsonschema.exceptions import relevance
@@ -137,7 +138,8 @@ async def invoke(catalog: Catalog, tool_id: str, raw_arguments: Any = None,
         arguments = parse_arguments(tool, raw_arguments)
         validate_arguments(tool, arguments)  # before the filters: they see valid arguments
         if filters:
-            result = await _filtered(catalog, FilterCall(tool, arguments, context, side), filters)
+            result = await _filtered(catalog, FilterCall(tool, arguments, context, side), filters,
+                                     partial(_innermost, catalog))
         else:
             result = await _run(catalog, tool, arguments, context, side)
     except ToolError as exc:
@@ -167,7 +169,27 @@ async def _run(catalog: Catalog, tool: Tool, arguments: dict[str, Any], context:
     return normalise(tool, value, side, catalog.settings.max_result_chars)
 
 
-async def _filtered(catalog: Catalog, call: FilterCall, filters: tuple[Filter, ...]) -> ToolResult:
+async def filter_result(catalog: Catalog, tool_id: str, arguments: dict[str, Any], context: CallContext,
+                        result: ToolResult) -> ToolResult:
+    """A result that came from outside the call path — a client tool the chat loop handed back to its caller, who
+    ran it — passed out through the tool's filters, whose ``next()`` returns it (changed arguments change nothing:
+    the call has happened)."""
+    tool = catalog.get(tool_id)
+    filters = catalog.filters.of(tool.id)
+    if not filters:
+        return result
+
+    async def answered(call: FilterCall) -> ToolResult:
+        return result
+
+    try:
+        return await _filtered(catalog, FilterCall(tool, arguments, context, result.side), filters, answered)
+    except ToolError as exc:  # the onion's timeout
+        return error_result(tool.id, str(exc), result.side)
+
+
+async def _filtered(catalog: Catalog, call: FilterCall, filters: tuple[Filter, ...],
+                    innermost: Callable[[FilterCall], Awaitable[ToolResult]]) -> ToolResult:
     """The onion (``gateway.filters``): each filter's ``next`` runs the filters inside it, innermost the tool.
 
     Every layer answers a ``ToolResult``, so a filter sees a tool's failure as an error result, and a filter's
@@ -177,7 +199,7 @@ async def _filtered(catalog: Catalog, call: FilterCall, filters: tuple[Filter, .
 
     async def layer(index: int, call: FilterCall) -> ToolResult:
         if index == len(filters):
-            return await _answer(_innermost(catalog, call), f"Tool '{tool.id}'", call)
+            return await _answer(innermost(call), f"Tool '{tool.id}'", call)
         outer = filters[index]
 
         async def next(given: FilterCall | None = None) -> ToolResult:

@@ -17,7 +17,7 @@ from gateway.context import CallContext
 from gateway.definitions import load_definitions
 from gateway.errors import DefinitionsInvalid
 from gateway.filters import build_chains
-from gateway.invoke import invoke
+from gateway.invoke import filter_result, invoke, normalise
 from gateway.settings import Settings
 
 
@@ -229,3 +229,17 @@ def test_return_schema_result_attaches_the_schema(tmp_path: Path) -> None:
                                                                                                "alice@example.com"}
     redacted = json.loads(call(catalog, "redacted", {"text": "hi"}).text)
     assert redacted["value"]["echo"] == "[redacted]" and redacted["schema"]["type"] == "object"
+
+
+def test_a_result_from_outside_passes_out_through_the_filters(tmp_path: Path) -> None:
+    """``filter_result`` (a client tool's result handed back through the chat loop) runs the tool's filters
+    around the given result: redacted, its schema attached; a tool without filters returns it unchanged."""
+    spec = 'filters: [attach_output_schema, {use: redact, with: {literals: ["alice"]}}]\n'
+    schema = "output_schema: {type: object}\n"
+    root = make_dir(tmp_path, [tool_yaml("echo", "ftools:echo", filters=spec + schema),
+                               tool_yaml("bare", "ftools:echo", filters=schema)])
+    catalog = catalog_for(root)
+    given = normalise(catalog.get("echo"), {"who": "alice"}, "client", 1000)
+    result = asyncio.run(filter_result(catalog, "echo", {"text": "x"}, CallContext(), given))
+    assert json.loads(result.text) == {"value": {"who": "[redacted]"}, "schema": {"type": "object"}}
+    assert asyncio.run(filter_result(catalog, "bare", {}, CallContext(), given)) is given
