@@ -4,15 +4,14 @@
 ``coerce`` turns validated JSON arguments back into what the annotations ask for (Enum members, dataclasses,
 dates), so tool functions get real Python values.
 
-Descriptions come from ``Annotated[T, "text"]`` first, then from docstrings (Google, NumPy or reST style, read
-by ``docstring_parser``): a function's ``Args:`` and ``Returns:``, a class's own text, and its fields' from an
-``Attributes:`` section or a string right below the field (PEP 257's attribute docstring).
+Descriptions come from ``Annotated[T, "text"]`` first, then from docstrings (``gateway.docstrings``): a
+function's ``Args:`` and ``Returns:``, a class's own text, and its fields' from an ``Attributes:`` section or a
+string right below the field.
 """
 
 from __future__ import annotations
 
 import collections.abc
-import contextlib
 import dataclasses
 import datetime as dt
 import enum
@@ -21,8 +20,7 @@ import types
 from collections.abc import Callable, Collection, Mapping
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
-import docstring_parser
-from docstring_parser.attrdoc import add_attribute_docstrings
+from . import docstrings
 
 _SCALARS: dict[Any, dict[str, Any]] = {
     str: {"type": "string"},
@@ -68,7 +66,7 @@ def schema_for_function(fn: Callable[..., Any], hidden: Collection[str]) -> dict
     hints = _readable_hints(fn)
     properties: dict[str, Any] = {}
     required: list[str] = []
-    documented = _field_descriptions(_docstring(fn))
+    documented = docstrings.descriptions(fn, docstrings.parse(fn))
     for param in parameters(fn, hidden):
         if param.name not in hints:
             raise SchemaDerivationError(
@@ -105,7 +103,7 @@ def schema_for_return(fn: Callable[..., Any]) -> dict[str, Any] | None:
         raise SchemaDerivationError(f"return annotation: {exc}") from None
     if not schema:
         return None
-    returns = _docstring(fn).returns
+    returns = docstrings.parse(fn).returns
     return _described(schema, returns.description if returns else None)
 
 
@@ -139,7 +137,7 @@ def schema_for_type(hint: Any) -> dict[str, Any]:
         return {"anyOf": options}
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         schema = schema_for_type(Literal[tuple(member.value for member in hint)])
-        return _described(schema, _docstring(hint).description)
+        return _described(schema, docstrings.parse(hint).description)
     if origin in _ARRAYS or hint in _ARRAYS:
         if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
             return {"type": "array", "prefixItems": [schema_for_type(a) for a in args], "items": False,
@@ -178,8 +176,8 @@ def _constrain(schema: dict[str, Any], keywords: dict[str, Any]) -> dict[str, An
 
 
 def _object(cls: type, hints: Mapping[str, Any], required: list[str]) -> dict[str, Any]:
-    docstring = _docstring(cls)
-    documented = _field_descriptions(docstring)
+    docstring = docstrings.parse(cls)
+    documented = docstrings.descriptions(cls, docstring)
     schema: dict[str, Any] = {
         "type": "object",
         "properties": {name: _described(schema_for_type(hint), documented.get(name)) for name, hint in hints.items()},
@@ -195,31 +193,6 @@ def _described(schema: dict[str, Any], description: str | None) -> dict[str, Any
     if not description or not description.strip() or "description" in schema:
         return schema
     return {**schema, "description": description.strip()}
-
-
-def _docstring(target: Any) -> docstring_parser.Docstring:
-    """The parsed docstring of a function or class: its own (not inherited, not generated), and for a class the
-    attribute docstrings in its source."""
-    doc = inspect.getdoc(target)
-    if inspect.isclass(target):
-        inherited = {inspect.getdoc(base) for base in target.__mro__[1:]}
-        # A dataclass without a docstring gets its signature as __doc__; that is no description.
-        generated = dataclasses.is_dataclass(target) and doc is not None and doc.startswith(target.__name__ + "(")
-        doc = None if doc in inherited or generated else doc
-    try:
-        parsed = docstring_parser.parse(doc or "")
-    except docstring_parser.ParseError:  # a docstring in no known style still describes its object
-        parsed = docstring_parser.Docstring()
-        parsed.short_description = doc
-    if inspect.isclass(target):
-        # Needs the class's source: a class defined where there is none (a REPL, exec) just has no such docs.
-        with contextlib.suppress(OSError, TypeError, SyntaxError):
-            add_attribute_docstrings(target, parsed)
-    return parsed
-
-
-def _field_descriptions(docstring: docstring_parser.Docstring) -> dict[str, str]:
-    return {param.arg_name: param.description for param in docstring.params if param.description}
 
 
 def _is_json(value: Any) -> bool:

@@ -15,6 +15,7 @@ import yaml
 from jsonschema import Draft202012Validator
 from support import catalog_for
 
+from gateway import docstrings
 from gateway.cli import main
 from gateway.context import CallContext
 from gateway.errors import DefinitionsInvalid
@@ -51,6 +52,9 @@ class Totals(TypedDict, total=False):
     count: int
     """How many were counted."""
     names: list[str]
+
+
+SOURCE_OF_THIS = Path(__file__).read_text(encoding="utf-8")
 
 
 def _returning(hint: Any) -> Any:
@@ -117,6 +121,29 @@ def test_docstring_returns_and_args_describe_the_result_and_the_parameters():
     parameters = schema_for_function(measure, ())["properties"]
     assert parameters["sensor"]["description"] == "Which sensor to read."
     assert parameters["precise"]["description"] == "From Annotated."
+
+
+def test_attribute_docstrings_of_nested_and_local_classes():
+    """A class inside a function or another class has its fields described by the strings below them too."""
+
+    class Outer:
+        @dataclass
+        class Inner:
+            size: int
+            """How big."""
+
+    assert schema_for_return(_returning(Outer.Inner))["properties"]["size"]["description"] == "How big."
+
+
+def test_a_module_source_is_parsed_once_for_all_its_classes(monkeypatch):
+    """Describing many classes of one module reads and parses its source once (not once per class)."""
+    reads = []
+    monkeypatch.setattr(docstrings.inspect, "getsource", lambda module: reads.append(module) or SOURCE_OF_THIS)
+    docstrings._module_attribute_docstrings.cache_clear()
+    assert schema_for_return(_returning(Reading))["properties"]["unit"]["description"] == "The unit of the value."
+    assert schema_for_return(_returning(Totals))["properties"]["count"]["description"] == "How many were counted."
+    assert len(reads) == 1
+    docstrings._module_attribute_docstrings.cache_clear()
 
 
 @pytest.mark.parametrize("hint", [None, Any, object])
