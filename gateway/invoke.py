@@ -1,6 +1,7 @@
 """``invoke``: the one execution path behind every surface (REST, MCP, the chat loop, the CLI).
 
     parse arguments → validate against the input schema → choose the side (server / browser)
+    → the tool's filters, if it has any (``gateway.filters``: settings, toolset, tool; arguments validated again)
     → run the binding under the tool's timeout → normalise the result (JSON value + text, output schema, cap)
 
 Everything that goes wrong with a call becomes a ``ToolResult`` with ``is_error`` set and a message an LLM can
