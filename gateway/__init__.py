@@ -2,7 +2,7 @@
 
 from .catalog import Catalog, Tool, build_catalog
 from .context import CallContext
-from .definitions import Definitions, Scope, ToolDefinition, load_definitions
+from .definitions import Definitions, load_definitions
 from .errors import (
     ArgumentsInvalid,
     DefinitionsInvalid,
@@ -14,6 +14,7 @@ from .errors import (
 )
 from .invoke import ToolResult, invoke
 from .settings import Settings, load_settings
+from .tool_definition import Scope, ToolDefinition
 
 __all__ = [
     "ArgumentsInvalid",

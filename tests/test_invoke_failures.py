@@ -12,8 +12,10 @@ from support import catalog_for
 from gateway.errors import ToolError
 from gateway.invoke import invoke
 
+# No return annotation: the executors swapped in return all kinds of values, which a derived output schema
+# (from `-> str`) would refuse.
 TOOLS_PY = '''
-def noop() -> str:
+def noop():
     return "ok"
 '''
 DEFS = '''

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ..context import CallContext
-from ..definitions import ToolDefinition
 from ..errors import ToolError
 from ..paths import real_inside
+from ..tool_definition import ToolDefinition
 from . import BindingProblems, Bound, BuildEnv
 
 

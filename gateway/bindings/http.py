@@ -27,12 +27,12 @@ import httpx
 
 from .. import secrets as secret_store
 from ..context import CallContext
-from ..definitions import ToolDefinition
 from ..errors import ToolError
 from ..jsonselect import SelectionMissing
 from ..render_budget import run_bounded
 from ..secrets import Hidden
 from ..templates import OMIT, Compiled, RenderError, Template
+from ..tool_definition import ToolDefinition
 from ..truncation import truncate
 from ..upstream import (
     RETRY_STATUSES,

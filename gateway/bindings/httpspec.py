@@ -19,10 +19,10 @@ import httpx
 
 from .. import secrets as secret_store
 from ..address import base_url
-from ..definitions import ToolDefinition
 from ..errors import Problem
 from ..jsonselect import Selector, SelectorInvalid, compile_selector
 from ..templates import Compiled, Template, TemplateInvalid, compile_template, compile_value, environment, is_template
+from ..tool_definition import ToolDefinition
 from . import BindingProblems, BuildEnv
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})

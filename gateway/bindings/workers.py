@@ -26,7 +26,6 @@ import threading
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from typing import Any
 
 # asyncio's executor hop costs half the CPU of anyio.to_thread's (~70 vs ~150 µs a call, measured under load).

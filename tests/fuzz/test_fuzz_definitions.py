@@ -55,6 +55,7 @@ TYPED: dict[str, st.SearchStrategy[Any]] = {
     "return_direct": st.booleans(), "max_calls": st.integers(-2, 10**6),
     "offer": st.fixed_dictionaries({}, optional={"when_message_matches": regexes,
                                                  "when_message_mentions": st.lists(texts, max_size=3)}),
+    "return_schema": st.sampled_from(["description", "result", "none", "RESULT", "both"]),
     "unknown_key": json_values,
     "method": st.sampled_from(["GET", "POST", "PUT", "DELETE", "TRACE", "get", "CONNECT"]), "url": texts,
     "query": string_maps, "headers": string_maps, "json": json_values | string_maps, "form": string_maps,
@@ -83,7 +84,7 @@ bindings = st.one_of(
         lambda script: {"browser": {"script": script}}),
     json_values)
 TOOL_KEYS = ("id", "name", "user_description", "ai_description", "scope", "input_schema", "output_schema", "tags",
-             "toolsets", "timeout_s", "annotations", "return_direct", "max_calls", "offer", "unknown_key")
+             "toolsets", "timeout_s", "annotations", "return_direct", "max_calls", "offer", "return_schema", "unknown_key")
 
 
 @st.composite
