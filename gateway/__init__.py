@@ -12,6 +12,7 @@ from .errors import (
     ToolTimeout,
     UnknownTool,
 )
+from .filter_call import FilterCall
 from .invoke import ToolResult, invoke
 from .settings import Settings, load_settings
 from .tool_definition import Scope, ToolDefinition
@@ -22,6 +23,7 @@ __all__ = [
     "Catalog",
     "Definitions",
     "DefinitionsInvalid",
+    "FilterCall",
     "GatewayError",
     "Problem",
     "Scope",

@@ -163,8 +163,7 @@ def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | 
             version.update(cache.script_digest(tool).encode())
     cache.retain(tool.definition for tool in tools.values())
     # Resolved on every build, not cached with the tools: a filter's module may change while its tools do not.
-    # (getattr: the settings' toolset_filters field is still to be added.)
-    filters, filter_problems = build_chains(definitions.tools, env, getattr(settings, "toolset_filters", None))
+    filters, filter_problems = build_chains(definitions.tools, env, settings.toolset_filters)
     problems += filter_problems
     if problems:
         raise DefinitionsInvalid(sorted(problems, key=lambda p: (p.file, p.line, p.column)))

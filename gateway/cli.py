@@ -139,7 +139,7 @@ def _call(args: argparse.Namespace) -> int:
     from .invoke import invoke
 
     catalog = _catalog(args)
-    context = CallContext(conversation_id=args.conversation_id, user=args.user)
+    context = CallContext(conversation_id=args.conversation_id, user=args.user, surface="cli")
     result = asyncio.run(invoke(catalog, args.tool_id, args.arguments, context))
     if result.is_error:
         print(result.text, file=sys.stderr)

@@ -21,6 +21,7 @@ class CallContext:
     side: str = "server"  # where the caller wants it run: "server", or "client" for the browser bridge
     session: str | None = None  # browser bridge session that may execute client tools
     metadata: dict[str, Any] = field(default_factory=dict)
+    surface: str | None = None  # what the call came in by: "rest", "mcp", "chat", "cli" (filters may ask)
 
     def value(self, name: str, tool_id: str) -> Any:
         """The value injected into a parameter called ``name``."""

@@ -116,6 +116,7 @@ def _definition(raw: dict[str, Any], document: YamlDocument, index: int) -> Tool
         max_calls=raw.get("max_calls"),
         offer=raw.get("offer"),
         return_schema=raw.get("return_schema"),
+        filters=tuple(raw["filters"]) if isinstance(raw.get("filters"), list) else (),
         document=document,
         index=index,
     )

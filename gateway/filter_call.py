@@ -54,7 +54,7 @@ class FilterCall:
     @property
     def surface(self) -> str | None:
         """Which surface the call came in by (rest, mcp, chat, cli), when the surface says."""
-        return getattr(self.context, "surface", None)
+        return self.context.surface
 
 
 @dataclass(frozen=True, eq=False)

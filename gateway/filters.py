@@ -146,18 +146,6 @@ def _check_signature(target: str, function: Callable[..., Any], config: Mapping[
                             ["with"] if config else []) from None
 
 
-def tool_specs(definition: ToolDefinition) -> list[Any]:
-    """The ``filters:`` a tool declares, as written."""
-    document = definition.document
-    if document is None or not isinstance(document.data, dict):
-        return []
-    try:
-        specs = document.data["tools"][definition.index].get("filters")
-    except (KeyError, IndexError, TypeError, AttributeError):
-        return []
-    return specs if isinstance(specs, list) else []
-
-
 @dataclass(frozen=True)
 class FilterChains:
     """Every tool's filters, outermost first: what a catalog keeps and ``invoke`` runs."""
@@ -189,7 +177,7 @@ def build_chains(tools: Iterable[ToolDefinition], env: BuildEnv,
     chains: dict[str, tuple[Filter, ...]] = {}
     attach = Filter("attach_output_schema", BUILTINS["attach_output_schema"]({}))
     for definition in tools:
-        own = tool_specs(definition)
+        own = definition.filters
         inner = _resolve_all(own, env, problems, lambda i, path, message, d=definition: d.problem(
             ["filters", i, *path], message)) if own else ()
         middle = tuple(f for name, filters in by_toolset.items() if name in definition.toolsets for f in filters)

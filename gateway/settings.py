@@ -90,6 +90,8 @@ class Settings:
     # Filters wrapped around every call (outermost): "module:function" or {use: "module:function", with: {...}};
     # resolved and checked when the catalog is built (gateway.filters).
     filters: tuple[Any, ...] = ()
+    # Filters for the tools of a toolset, between the settings' filters and the tool's: {toolset: [specs]}.
+    toolset_filters: Mapping[str, Any] = field(default_factory=dict)
     # How an LLM learns a tool's return-value schema when the tool does not choose: description | result | none.
     return_schema: str = "none"
 

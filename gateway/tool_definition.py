@@ -48,6 +48,8 @@ class ToolDefinition:
     offer: Mapping[str, Any] | None = None
     # How the LLM learns the output schema (description | result | none); None: the settings' return_schema.
     return_schema: str | None = None
+    # Invocation filters declared on the tool, as written ("module:function", {use, with}, or a built-in's name).
+    filters: tuple[Any, ...] = ()
     # Where it was declared: the document and the index in its `tools` list.
     document: YamlDocument | None = field(default=None, repr=False)
     index: int = 0

@@ -55,6 +55,10 @@ async def answer(call, next):
     return {"echo": "from the filter", "secret": ""}
 
 
+async def where(call, next):
+    return {"echo": call.surface, "secret": ""}
+
+
 async def refuse(call, next):
     raise ToolError("not today")
 
@@ -112,6 +116,7 @@ def surfaces_dir(tmp_path: Path) -> Path:
         tool_yaml("refused", "ftools:echo", filters='filters: ["myfilters:refuse"]\n'),
         tool_yaml("crashing", "ftools:echo", filters='filters: ["myfilters:crash"]\n'),
         tool_yaml("answered", "ftools:echo", filters='filters: ["myfilters:answer"]\n'),
+        tool_yaml("surfaced", "ftools:echo", filters='filters: ["myfilters:where"]\n'),
         tool_yaml("schema", "ftools:echo", filters="filters: [attach_output_schema]\n" + schema),
     ])
 

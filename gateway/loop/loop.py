@@ -291,7 +291,8 @@ class Turn:
 
     def context(self, call: ToolCall) -> CallContext:
         return CallContext(conversation_id=self.request.conversation_id, user=self.request.user,
-                           tool_call_id=call.id, side="server", metadata=dict(self.request.metadata))
+                           tool_call_id=call.id, side="server", metadata=dict(self.request.metadata),
+                           surface="chat")
 
     def accept_results(self) -> list[ToolExecution]:
         """Take the caller's results for the calls of the last assistant message, when the request ends with them.

@@ -298,6 +298,7 @@ def _context(ctx: ServerRequestContext[Any], caller: Caller, meta: Any) -> CallC
         tool_call_id=str(ctx.request_id) if ctx.request_id is not None else None,
         session=session,
         side="client" if session else "server",  # a named page runs scope-all tools
+        surface="mcp",
     )
 
 

@@ -20,13 +20,14 @@ def test_the_llm_receives_what_the_filters_made(endpoint, llm, filter_defs) -> N
     """Changed arguments, a refusal, a failing filter (an error with a reference, the turn goes on), the attached
     schema, and the settings filter's redaction all reach the model as tool results."""
     ep = endpoint(filter_defs, filters=SETTINGS_FILTERS)
-    calls = [(f"call_{name}", name, ARGUMENTS) for name in ("shouted", "refused", "crashing", "schema")]
+    calls = [(f"call_{name}", name, ARGUMENTS) for name in ("shouted", "refused", "crashing", "schema", "surfaced")]
     llm.answer(Reply(tool_calls=calls), Reply(content="done"))
     response = ep.post({"model": "default", "messages": [{"role": "user", "content": "go"}]})
     assert response.status_code == 200 and response.json()["choices"][0]["message"]["content"] == "done"
     results = {m["tool_call_id"]: m["content"] for m in llm.requests[1].body["messages"] if m["role"] == "tool"}
     assert json.loads(results["call_shouted"]) == {"echo": "ALICE@EXAMPLE.COM HI", "secret": "key-1234 of [redacted]"}
     assert "not today" in results["call_refused"]
+    assert json.loads(results["call_surfaced"])["echo"] == "chat"
     assert "myfilters:crash" in results["call_crashing"] and "ref " in results["call_crashing"]
     wrapped = json.loads(results["call_schema"])
     assert wrapped["value"] == {"echo": "[redacted] hi", "secret": "key-1234 of [redacted]"}

@@ -39,6 +39,7 @@ def test_rest_calls_go_through_the_filters(served) -> None:
     assert rest(served, "answered").json()["result"]["echo"] == "from the filter"
     refused = rest(served, "refused").json()
     assert refused["is_error"] is True and refused["text"] == "not today"
+    assert rest(served, "surfaced").json()["result"]["echo"] == "rest"
 
 
 def test_a_failing_filter_is_a_200_error_result_on_rest(served) -> None:
@@ -71,6 +72,8 @@ async def test_mcp_calls_go_through_the_filters(served) -> None:
         schema = await session.call_tool("schema", arguments)
         assert json.loads(schema.content[0].text)["schema"] == SCHEMA
         assert schema.structured_content == {"echo": "[redacted] hi", "secret": "key-1234 of [redacted]"}
+        surfaced = await session.call_tool("surfaced", arguments)
+        assert json.loads(surfaced.content[0].text)["echo"] == "mcp"
 
 
 def test_cli_call_goes_through_the_filters(tmp_path: Path, capsys) -> None:
@@ -83,6 +86,8 @@ def test_cli_call_goes_through_the_filters(tmp_path: Path, capsys) -> None:
     assert json.loads(capsys.readouterr().out) == {"echo": "ALICE@EXAMPLE.COM HI", "secret": "key-1234 of [redacted]"}
     assert main(["--settings", str(settings), "call", "refused", arguments, "-d", str(definitions)]) == 1
     assert "not today" in capsys.readouterr().err
+    assert main(["--settings", str(settings), "call", "surfaced", arguments, "-d", str(definitions)]) == 0
+    assert json.loads(capsys.readouterr().out)["echo"] == "cli"
 
 
 def test_cli_validate_reports_a_filter_problem_where_it_is(tmp_path: Path, capsys) -> None:
