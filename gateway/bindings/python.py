@@ -200,11 +200,11 @@ def _executor(tool_id: str, function: Any, slots: tuple[Any, int]):
     takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
     try:
         hints = type_hints(function)
-    except Exception:  # hints were optional for a tool with an explicit schema; pass values through
+    except Exception:  # noqa: BLE001  # hints were optional for a tool with an explicit schema; pass values through
         hints = {}
     accepted = {p.name for p in parameters(function, CONTEXT_PARAMETERS)}
     is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
-        getattr(function, "__call__", None))
+        getattr(function, "__call__", None))  # noqa: B004  # a callable object's async __call__, not callable()
 
     async def execute(arguments: dict[str, Any], context: CallContext) -> Any:
         kwargs = {

@@ -78,7 +78,7 @@ class _Call:
     A caller that leaves before a worker took the call also keeps the call from ever running.
     """
 
-    __slots__ = ("loop", "slot", "lock", "started", "left", "holders")
+    __slots__ = ("holders", "left", "lock", "loop", "slot", "started")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, slot: asyncio.Semaphore):
         self.loop, self.slot, self.lock = loop, slot, threading.Lock()

@@ -37,8 +37,7 @@ plain_bodies = st.one_of(encoded(json_values), truncated(encoded(json_values)), 
 # Text holding lone surrogates (valid JSON escapes, unencodable as UTF-8), duplicate keys, deep nesting.
 surrogate_text = st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), min_size=1, max_size=3)
 duplicate_keys = st.tuples(st.text(max_size=5), json_values, json_values).map(
-    lambda kv: ('{%s: %s, %s: %s}' % (json.dumps(kv[0]), json.dumps(kv[1]), json.dumps(kv[0]), json.dumps(kv[2])))
-    .encode())
+    lambda kv: f"{{{json.dumps(kv[0])}: {json.dumps(kv[1])}, {json.dumps(kv[0])}: {json.dumps(kv[2])}}}".encode())
 deep = st.tuples(st.integers(min_value=100, max_value=5000), st.sampled_from([("[", "]"), ('{"a":', "}")])).map(
     lambda n_pair: (n_pair[1][0] * n_pair[0] + "1" + n_pair[1][1] * n_pair[0]).encode())
 hostile_bodies = st.one_of(encoded(st.dictionaries(st.text(max_size=5), surrogate_text, min_size=1, max_size=2)),

@@ -12,9 +12,9 @@ import textwrap
 import httpx
 import pytest
 import yaml
+from support import catalog_for
 
 from gateway.invoke import invoke
-from support import catalog_for
 
 MODULE = "isolation_tools"  # a name of its own: the module is shared by the process's import system
 TOOLS_PY = '''
