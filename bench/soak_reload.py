@@ -106,11 +106,11 @@ class SoakReport:
             f"calls: {self.calls} in {self.duration_s:.1f} s ({rate:.0f}/s), failed: {self.failed}",
             *(f"  failure: {reason} x{count}" for reason, count in self.failures.most_common(10)),
             f"edits: {sum(self.edits.values())} ({', '.join(f'{k} {v}' for k, v in sorted(self.edits.items()))})",
-            f"reloads seen on /status: {self.reloads['swapped']} swapped in, {self.reloads['refused']} refused "
-            f"(last good catalog kept), {self.reloads['unchanged']} unchanged",
+            (f"reloads seen on /status: {self.reloads['swapped']} swapped in, {self.reloads['refused']} refused "
+            f"(last good catalog kept), {self.reloads['unchanged']} unchanged"),
             f"final edit served: {self.final_edit_served}, last reload ok: {self.last_reload_ok}",
-            f"server RSS: {self.rss_before_kb / 1024:.1f} MB before, {self.rss_after_kb / 1024:.1f} MB after "
-            f"({(self.rss_after_kb - self.rss_before_kb) / 1024:+.1f} MB)",
+            (f"server RSS: {self.rss_before_kb / 1024:.1f} MB before, {self.rss_after_kb / 1024:.1f} MB after "
+            f"({(self.rss_after_kb - self.rss_before_kb) / 1024:+.1f} MB)"),
         ]
 
 
