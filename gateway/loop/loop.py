@@ -37,7 +37,16 @@ from ..catalog import Catalog
 from ..context import CallContext
 from ..errors import ArgumentsInvalid, GatewayError, ToolError
 from ..formats import restore_arguments
-from ..invoke import ToolResult, error_result, invoke, json_value, normalise, parse_arguments, validate_arguments
+from ..invoke import (
+    ToolResult,
+    error_result,
+    filter_result,
+    invoke,
+    json_value,
+    normalise,
+    parse_arguments,
+    validate_arguments,
+)
 from .config import LoopConfig
 from .handoff import Handoffs, last_user_index
 from .models import ModelNames
@@ -105,8 +114,11 @@ class ChatLoop:
             # Offer rules are matched in linear time, but a long message times many rules still adds up (RE2 at
             # its slowest allowed pattern: ~100 ms per rule over 20,000 characters); RE2 releases the GIL, so a
             # worker thread keeps the event loop free.
-            return await asyncio.to_thread(Turn, self, catalog, request, caller, caller_name)
-        return Turn(self, catalog, request, caller, caller_name)
+            turn = await asyncio.to_thread(Turn, self, catalog, request, caller, caller_name)
+        else:
+            turn = Turn(self, catalog, request, caller, caller_name)
+        await turn.accept()
+        return turn
 
     async def complete(self, catalog: Catalog, request: ChatRequest, caller: MayUse | None = None,
                        caller_name: str | None = None) -> Finished:
@@ -152,7 +164,12 @@ class Turn:
         earlier = [m for m in self.messages[start:] if m.get("role") == "assistant" and m.get("tool_calls")]
         self.rounds = len(earlier)
         self.calls = Counter(c["function"]["name"] for m in earlier for c in m["tool_calls"])
-        self.received = self.accept_results()
+        self.received: list[ToolExecution] = []  # the caller's results for the last calls (see accept)
+        self.base = len(self.messages)
+
+    async def accept(self) -> None:
+        """Take the caller's results (they pass through their tools' filters, which may await)."""
+        self.received = await self.accept_results()
         self.base = len(self.messages)  # from here on, messages are the gateway's own
 
     async def run(self) -> AsyncIterator[Event]:
@@ -294,7 +311,7 @@ class Turn:
                            tool_call_id=call.id, side="server", metadata=dict(self.request.metadata),
                            surface="chat")
 
-    def accept_results(self) -> list[ToolExecution]:
+    async def accept_results(self) -> list[ToolExecution]:
         """Take the caller's results for the calls of the last assistant message, when the request ends with them.
 
         Results of gateway tools are normalised like server results (JSON, output schema, size cap); a call left
@@ -318,14 +335,15 @@ class Turn:
             if message is None:
                 message = tool_message(call_id, error_result(name, "The caller returned no result for this call."))
             elif call_id in mine:
-                message, execution = self.client_result(call, message)
+                message, execution = await self.client_result(call, message)
                 received.append(execution)
             tail.append(message)
         self.messages[index + 1:] = tail
         self.trace += received
         return received
 
-    def client_result(self, call: Mapping[str, Any], message: Mapping[str, Any]) -> tuple[dict[str, Any], ToolExecution]:
+    async def client_result(self, call: Mapping[str, Any],
+                            message: Mapping[str, Any]) -> tuple[dict[str, Any], ToolExecution]:
         name, text = call["function"]["name"], text_of(message.get("content"))
         arguments = json_value(call["function"].get("arguments"))
         tool = self.catalog.tools.get(name)
@@ -338,6 +356,13 @@ class Turn:
                 result = normalise(tool, json_value(text), "client", self.catalog.settings.max_result_chars)
             except ToolError as exc:
                 result = error_result(name, str(exc), "client")
+        if tool is not None and "client" in tool.executors:
+            # The caller ran a gateway tool: its result passes out through the tool's filters like any other.
+            context = CallContext(conversation_id=self.request.conversation_id, user=self.request.user,
+                                  tool_call_id=call["id"], side="client", metadata=dict(self.request.metadata),
+                                  surface="chat")
+            given = arguments if isinstance(arguments, dict) else {}
+            result = await filter_result(self.catalog, name, given, context, result)
         return tool_message(call["id"], result), ToolExecution.of(call["id"], arguments, result, self.rounds,
                                                                   timed=False)
 

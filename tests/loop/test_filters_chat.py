@@ -43,3 +43,19 @@ def test_return_schema_result_is_what_the_llm_receives(endpoint, llm, filter_def
     [sent] = [m["content"] for m in llm.requests[1].body["messages"] if m["role"] == "tool"]
     assert json.loads(sent) == {"value": {"echo": "from the filter", "secret": ""}, "schema": {"type": "object"}}
     assert response.json()["tool_executions"][0]["result"] == {"echo": "from the filter", "secret": ""}
+
+
+def test_a_client_tool_result_handed_back_passes_through_the_filters(endpoint, llm, defs) -> None:
+    """A browser tool the chat loop handed to its caller: the result the caller sends back passes out through the
+    filters (here the settings' redact) before the model reads it and before it is traced."""
+    ep = endpoint(defs, filters=({"use": "redact", "with": {"literals": ["alice@example.com"]}},))
+    llm.answer(Reply(tool_calls=[("c1", "fill_field", {"field": "to", "value": "alice@example.com"})]))
+    question = [{"role": "user", "content": "fill in the address"}]
+    message = ep.post({"messages": question}).json()["choices"][0]["message"]
+    llm.answer(Reply(content="done"))
+    given = {"role": "tool", "tool_call_id": "c1", "content": '"to set to alice@example.com"'}
+    body = ep.post({"messages": [*question, message, given]}).json()
+
+    [sent] = [m["content"] for m in llm.requests[1].body["messages"] if m["role"] == "tool"]
+    assert sent == "to set to [redacted]"
+    assert body["tool_executions"][0]["result"] == "to set to [redacted]"
