@@ -26,12 +26,10 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .binding_kinds import PYTHON_DIR
 from .bindings import BuildEnv
-from .bindings.python import _allowed, _defined_in, _import_trusted, _is_local_module
+from .bindings.python import trusted_function
 from .builtin_filters import BUILTINS
 from .errors import Problem
 from .filter_call import Filter, FilterCall, FilterProblem, Next
@@ -110,25 +108,9 @@ def _shape(spec: Any) -> tuple[str, dict[str, Any], list[str | int]]:
 
 def _trusted_function(target: str, env: BuildEnv, where: list[str | int]) -> Callable[..., Any]:
     """The function ``module:function`` names, under the python binding's trust rule."""
-    # The python binding's import and trust checks (not its call path).
-    module_name, _, attribute = target.partition(":")
-    python_dir = env.memo.get("python-dir-resolved") or env.memo.setdefault(
-        "python-dir-resolved", (env.root / PYTHON_DIR).resolve())
-    key = ("python-module", module_name)
-    if key not in env.memo:
-        env.memo[key] = _import_trusted(module_name, python_dir, env)
-    module = env.memo[key]
-    if isinstance(module, str):
-        raise FilterProblem(module, where)
-    function = getattr(module, attribute, None)
-    if function is None:
-        raise FilterProblem(f"module '{module_name}' has no attribute '{attribute}'", where)
-    if not callable(function):
-        raise FilterProblem(f"'{target}' is not callable (it is {type(function).__name__})", where)
-    origin = _defined_in(function)
-    if not (_is_local_module(origin, Path(python_dir)) or _allowed(origin or "", env.settings.allowed_packages)):
-        raise FilterProblem(f"'{target}' is defined in module '{origin}', which is not allowed: name the function "
-                            f"where it is defined, from {PYTHON_DIR}/ or an allowed package", where)
+    function = trusted_function(target, env)
+    if isinstance(function, str):
+        raise FilterProblem(function, where)
     return function
 
 

@@ -32,32 +32,44 @@ _active_dir: Path | None = None
 _loaded_digest: str | None = None
 
 
-def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
-    target = definition.binding["python"]
+def trusted_function(target: str, env: BuildEnv) -> Any:
+    """The callable ``module:function`` names, if the trust rule allows it (``<definitions>/python/`` or an allowed
+    package, for the module and for where the function is defined); else why not, as a message for the admin.
+
+    Python bindings and invocation filters (``gateway.filters``) name functions under this one rule.
+    """
     module_name, _, attribute = target.partition(":")
     python_dir = env.memo.get("python-dir-resolved") or env.memo.setdefault(
         "python-dir-resolved", (env.root / PYTHON_DIR).resolve())
-
-    def fail(message: str) -> BindingProblems:
-        return BindingProblems([definition.problem(["binding", "python"], message)])
-
     # Many tools share a module: import and check it once per build, report it at every tool that names it.
     key = ("python-module", module_name)
     if key not in env.memo:
         env.memo[key] = _import_trusted(module_name, python_dir, env)
     module = env.memo[key]
     if isinstance(module, str):
-        raise fail(module)
+        return module
     function = getattr(module, attribute, None)
     if function is None:
-        raise fail(f"module '{module_name}' has no attribute '{attribute}'")
+        return f"module '{module_name}' has no attribute '{attribute}'"
     if not callable(function):
-        raise fail(f"'{target}' is not callable (it is {type(function).__name__})")
+        return f"'{target}' is not callable (it is {type(function).__name__})"
     origin = _defined_in(function)
     if not (_is_local_module(origin, python_dir) or _allowed(origin or "", env.settings.allowed_packages)):
         # A trusted module may import anything (`from subprocess import run`): what runs must be trusted too.
-        raise fail(f"'{target}' is defined in module '{origin}', which is not allowed: bind the function where it is "
-                   f"defined, from {PYTHON_DIR}/ or an allowed package")
+        return (f"'{target}' is defined in module '{origin}', which is not allowed: name the function where it is "
+                f"defined, from {PYTHON_DIR}/ or an allowed package")
+    return function
+
+
+def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
+    target = definition.binding["python"]
+
+    def fail(message: str) -> BindingProblems:
+        return BindingProblems([definition.problem(["binding", "python"], message)])
+
+    function = trusted_function(target, env)
+    if isinstance(function, str):
+        raise fail(function)
     derived = None if definition.input_schema is not None else _derived(
         "input", lambda: schema_for_function(function, CONTEXT_PARAMETERS), target, env)
     if isinstance(derived, str):
