@@ -10,8 +10,8 @@ from __future__ import annotations
 import difflib
 import hashlib
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,8 @@ from .fastcheck import Check, compile_check
 from .filters import FilterChains, build_chains
 from .schemas import compile_validator
 from .settings import Settings
+from .sources import PluginDefinitions, combine
+from .sources.plugins import Plugin
 from .tool_definition import Scope, ToolDefinition
 
 NO_ARGUMENTS: Mapping[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
@@ -101,6 +103,7 @@ class Catalog:
     settings: Settings
     warnings: tuple[Problem, ...] = ()
     filters: FilterChains = field(default_factory=lambda: FilterChains({}))  # every tool's, outermost first
+    plugins: tuple[Plugin, ...] = ()  # the plugins it serves tools of
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
     # Re-entrant: a memoised value may be built from other memoised values (a listing from per-tool entries).
     _memo_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -136,25 +139,30 @@ class Catalog:
 
 
 def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | None = None,
-                  cache: BuildCache | None = None) -> Catalog:
+                  cache: BuildCache | None = None, plugins: Sequence[PluginDefinitions] = ()) -> Catalog:
     """Resolve every binding and compile every schema, or raise ``DefinitionsInvalid`` with every problem.
 
     Tools that loaded cleanly are built even when others did not, so one run reports load and build problems
     together. A running gateway passes its ``cache`` so that a reload rebuilds only the tools whose inputs
-    changed; the version is a hash of content either way.
+    changed; the version is a hash of content either way. ``plugins`` add their tools (``gateway.sources``).
     """
     env = env or BuildEnv(settings=settings, root=definitions.root)
     cache = cache or BuildCache()
-    env.warnings = [p for p in definitions.problems if p.severity != "error"]
-    problems: list[Problem] = [p for p in definitions.problems if p.severity == "error"]
+    combined = combine(definitions, plugins)
+    every_problem = [*definitions.problems, *combined.problems]
+    env.warnings = [p for p in every_problem if p.severity != "error"]
+    problems: list[Problem] = [p for p in every_problem if p.severity == "error"]
     tools: dict[str, Tool] = {}
-    version = hashlib.sha256(definitions.digest.encode())
+    version = hashlib.sha256(combined.digest.encode())
     # Python modules are part of what the catalog serves: a change there is a new version.
     env.python_digest = cache.python_digest(env)
     version.update(env.python_digest.encode())
-    for definition in definitions.tools:
+    envs = {id(p): _plugin_env(p, env, cache) for p in plugins}
+    for plugin_env in envs.values():
+        version.update(plugin_env.python_digest.encode())
+    for definition, origin in combined.tools:
         try:
-            tool = cache.tool(definition, env, _build_tool)
+            tool = cache.tool(definition, envs[id(origin)] if origin else env, _build_tool)
         except BindingProblems as exc:
             problems += exc.problems
             continue
@@ -162,12 +170,45 @@ def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | 
         if tool.script:
             version.update(cache.script_digest(tool).encode())
     cache.retain(tool.definition for tool in tools.values())
-    # Resolved on every build, not cached with the tools: a filter's module may change while its tools do not.
-    filters, filter_problems = build_chains(definitions.tools, env, settings.toolset_filters)
+    filters, filter_problems = _filters(combined.tools, env, envs, settings)
     problems += filter_problems
     if problems:
         raise DefinitionsInvalid(sorted(problems, key=lambda p: (p.file, p.line, p.column)))
-    return Catalog(tools, version.hexdigest()[:16], definitions.root, settings, tuple(env.warnings), filters)
+    return Catalog(tools, version.hexdigest()[:16], definitions.root, settings, tuple(env.warnings), filters,
+                   tuple(p.plugin for p in plugins))
+
+
+def _plugin_env(loaded: PluginDefinitions, env: BuildEnv, cache: BuildCache) -> BuildEnv:
+    """What a plugin's tools are built with: its directory as root, its package trusted, its own memo."""
+    plugin = loaded.plugin
+    assert plugin.directory is not None  # noqa: S101  # only found plugins are loaded (sources.load_plugins)
+    # replace() keeps the warnings list itself: one list for the whole build.
+    plugin_env = replace(env, root=plugin.directory, package=plugin.package, modules=plugin.modules, memo={})
+    # The version is part of its digest: an upgrade imports its modules afresh (bindings.python).
+    files = cache.python_digest(plugin_env)
+    plugin_env.python_digest = hashlib.sha256(f"{plugin.version}\0{files}".encode()).hexdigest()
+    return plugin_env
+
+
+def _filters(tools: Sequence[tuple[ToolDefinition, PluginDefinitions | None]], env: BuildEnv,
+             envs: Mapping[int, BuildEnv], settings: Settings) -> tuple[FilterChains, list[Problem]]:
+    """Every tool's filters, resolved on every build (a filter's module may change while its tools do not).
+
+    The settings' and toolsets' filters resolve under the definitions directory's trust; a plugin tool's own
+    filters under its plugin's, and run innermost, as a tool's own filters do.
+    """
+    chains, problems = build_chains([t if o is None else replace(t, filters=()) for t, o in tools], env,
+                                    settings.toolset_filters)
+    by_tool = dict(chains.by_tool)
+    own_only = replace(settings, filters=(), toolset_filters={}, return_schema="none")
+    for definition, origin in tools:
+        if origin is None or not definition.filters:
+            continue
+        inner, inner_problems = build_chains([replace(definition, return_schema="none")],
+                                             replace(envs[id(origin)], settings=own_only))
+        problems += inner_problems
+        by_tool[definition.id] = (*by_tool.get(definition.id, ()), *inner.of(definition.id))
+    return FilterChains(by_tool), problems
 
 
 def _build_tool(definition: ToolDefinition, env: BuildEnv) -> Tool:

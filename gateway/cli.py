@@ -16,10 +16,9 @@ from pathlib import Path
 
 from .catalog import Catalog, build_catalog
 from .context import CallContext
-from .definitions import load_definitions
 from .errors import DefinitionsInvalid, GatewayError
 from .settings import Settings, load_settings
-from .yamlbudget import YamlLimits
+from .sources import load_all
 
 DEFAULT_DIR = "tool-definitions"
 # Options every command takes, on either side of the command's name: flag -> add_argument keywords.
@@ -87,6 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--format", "-f", required=True, choices=["openai", "openai-strict", "anthropic", "gemini", "mcp"])
     export.set_defaults(run=_export)
 
+    plugins = command("plugins", help="list the installed plugins, whether the settings enable them, their tools")
+    plugins.set_defaults(run=_plugins)
+
     chat = command("chat", help="run one chat turn against the configured LLM, executing tools")
     chat.add_argument("message")
     chat.add_argument("--definitions", "-d")
@@ -112,8 +114,32 @@ def _settings(args: argparse.Namespace, **overrides: object) -> Settings:
 
 def _catalog(args: argparse.Namespace) -> Catalog:
     settings = _settings(args)
-    # The same file limits as a served gateway (max_file_bytes, max_yaml_nodes from the settings).
-    return build_catalog(load_definitions(settings.definitions, limits=YamlLimits.from_settings(settings)), settings)
+    # The same sources and file limits as a served gateway (plugins, max_file_bytes, max_yaml_nodes).
+    definitions, plugins = load_all(settings)
+    return build_catalog(definitions, settings, plugins=plugins)
+
+
+def _plugins(args: argparse.Namespace) -> int:
+    from .definitions import load_definitions
+    from .sources.plugins import installed
+    from .yamlbudget import YamlLimits
+
+    settings = _settings(args)
+    found = installed()
+    if not found:
+        print("no plugins installed (entry point group tool_gateway.plugins)")
+    for plugin in found:
+        enabled = "*" in settings.plugins or plugin.name in settings.plugins
+        print(f"{plugin.name}  {plugin.distribution} {plugin.version}  {'enabled' if enabled else 'not enabled'}")
+        if plugin.directory is None:
+            print(f"  error: {plugin.error}")
+            continue
+        loaded = load_definitions(plugin.directory, limits=YamlLimits.from_settings(settings), label=f"{plugin.name}:")
+        for tool in loaded.tools:
+            print(f"  {tool.id}  {tool.scope.value}  {tool.name}")
+        for problem in loaded.problems:
+            print(f"  {problem}")
+    return 0
 
 
 def _validate(args: argparse.Namespace) -> int:

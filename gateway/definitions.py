@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,12 +33,26 @@ DEFAULT_LIMITS = YamlLimits.from_settings(Settings())
 
 
 @dataclass(frozen=True, eq=False)
+class Override:
+    """``overrides: [{tool: id, ...}]``: an admin's change to a tool declared elsewhere (a plugin's)."""
+
+    tool: str
+    changes: Mapping[str, Any]  # the keys given besides `tool`: enabled, descriptions, scope, toolsets, ...
+    document: YamlDocument
+    index: int
+
+    def problem(self, key: str, message: str) -> Problem:
+        return self.document.problem(["overrides", self.index, key], message)
+
+
+@dataclass(frozen=True, eq=False)
 class FileDefinitions:
     file: str
     digest: str
     tools: tuple[ToolDefinition, ...]  # every tool with an id, for cross-file checks
     problems: tuple[Problem, ...]
     broken: frozenset[int] = frozenset()  # indices of tools with problems: not built, not served
+    overrides: tuple[Override, ...] = ()
 
     @property
     def buildable(self) -> tuple[ToolDefinition, ...]:
@@ -59,6 +73,10 @@ class Definitions:
     def tools(self) -> list[ToolDefinition]:
         """The tools that passed every check so far, in file order."""
         return [tool for file in self.files for tool in file.buildable]
+
+    @property
+    def overrides(self) -> list[Override]:
+        return [override for file in self.files for override in file.overrides]
 
     @property
     def digest(self) -> str:
@@ -86,8 +104,14 @@ def parse_definitions(file: str, text: str, limits: YamlLimits = DEFAULT_LIMITS)
             problems += tool_problems
             broken.update([index] if tool_problems else [])
         tools.append(tool)
+    raw_overrides = document.data.get("overrides") if isinstance(document.data, dict) else None
+    overrides = tuple(
+        Override(raw["tool"], {k: v for k, v in raw.items() if k != "tool"}, document, index)
+        for index, raw in enumerate(raw_overrides if isinstance(raw_overrides, list) else [])
+        if isinstance(raw, dict) and isinstance(raw.get("tool"), str)  # else the schema check reported it
+    )
     problems.sort(key=lambda p: (p.line, p.column))
-    return FileDefinitions(file, digest, tuple(tools), tuple(problems), frozenset(broken))
+    return FileDefinitions(file, digest, tuple(tools), tuple(problems), frozenset(broken), overrides)
 
 
 def _definition(raw: dict[str, Any], document: YamlDocument, index: int) -> ToolDefinition:
@@ -128,9 +152,9 @@ def _labels(value: Any) -> tuple[str, ...]:
     return tuple(value) if isinstance(value, list) else ()
 
 
-def _yaml_files(root: Path) -> tuple[list[tuple[str, str]], list[Problem]]:
-    """(path, path shown in messages: relative to ``root``, with '/') of every YAML file below ``root``, and a
-    problem for each link that leads outside it.
+def _yaml_files(root: Path, label: str = "") -> tuple[list[tuple[str, str]], list[Problem]]:
+    """(path, path shown in messages: ``label`` then the path relative to ``root``, with '/') of every YAML file
+    below ``root``, and a problem for each link that leads outside it.
 
     Stable order (a directory's files, then its subdirectories, by name); hidden files and directories are
     skipped. Links are followed while they stay inside the real definitions directory, so a Kubernetes ConfigMap
@@ -142,7 +166,7 @@ def _yaml_files(root: Path) -> tuple[list[tuple[str, str]], list[Problem]]:
     found: list[tuple[str, str]] = []
     refused: list[Problem] = []
     visited: set[str] = set()  # real directories already walked: a symlink loop is walked once
-    pending = [(str(root), "")]
+    pending = [(str(root), label)]
     while pending:
         directory, prefix = pending.pop()
         real = os.path.realpath(directory)
@@ -181,6 +205,11 @@ class DefinitionsCache:
     def __init__(self) -> None:
         self._files: dict[tuple[str, str], FileDefinitions] = {}
         self._digests = FileDigests()
+        self._plugins: dict[str, DefinitionsCache] = {}
+
+    def plugin(self, name: str) -> DefinitionsCache:
+        """The cache of plugin ``name``'s files: each source keeps (and retains) its own."""
+        return self._plugins.setdefault(name, DefinitionsCache())
 
     def load(self, path: str, file: str, limits: YamlLimits) -> FileDefinitions:
         """The definitions in the file at ``path`` (shown as ``file``); raises ``OSError`` if it cannot be read,
@@ -209,15 +238,18 @@ def _parse_bytes(file: str, data: bytes, limits: YamlLimits) -> FileDefinitions:
 
 
 def load_definitions(root: str | os.PathLike[str], cache: DefinitionsCache | None = None, *,
-                     limits: YamlLimits = DEFAULT_LIMITS) -> Definitions:
-    """Load every definitions file below ``root``, collecting every problem (never stopping at the first)."""
+                     limits: YamlLimits = DEFAULT_LIMITS, label: str = "") -> Definitions:
+    """Load every definitions file below ``root``, collecting every problem (never stopping at the first).
+
+    Files are named in messages by their path below ``root`` after ``label`` (a plugin's ``<name>:``).
+    """
     root = Path(root)
     if not root.is_dir():
-        problem = Problem(str(root), 1, 1, "definitions directory does not exist")
+        problem = Problem(label or str(root), 1, 1, "definitions directory does not exist")
         return Definitions(root, (), (problem,))
     cache = cache if cache is not None else DefinitionsCache()
     files: list[FileDefinitions] = []
-    paths, problems = _yaml_files(root)
+    paths, problems = _yaml_files(root, label)
     for path, shown in paths:
         try:
             parsed = cache.load(path, shown, limits)

@@ -29,11 +29,11 @@ from . import daemon
 from .bindings import BuildEnv
 from .buildcache import BuildCache
 from .catalog import Catalog, build_catalog
-from .definitions import DefinitionsCache, load_definitions
+from .definitions import DefinitionsCache
 from .errors import DefinitionsInvalid, Problem
 from .settings import Settings
+from .sources import load_all
 from .upstream import new_client
-from .yamlbudget import YamlLimits
 
 log = logging.getLogger("gateway")
 Listener = Callable[[Catalog], Awaitable[None]]
@@ -108,9 +108,8 @@ class Gateway:
         loaded, built = getattr(self._handed, "caches", self._caches)
         env = BuildEnv(settings=self.settings, root=self.settings.definitions, http_client=self.http_client,
                        bridge=self)
-        definitions = load_definitions(self.settings.definitions, loaded,
-                                       limits=YamlLimits.from_settings(self.settings))
-        return build_catalog(definitions, self.settings, env, built)
+        definitions, plugins = load_all(self.settings, loaded)
+        return build_catalog(definitions, self.settings, env, built, plugins)
 
     def _timeout_problem(self) -> Problem:
         stuck = sum(not build.done() for build in self._abandoned)

@@ -59,6 +59,8 @@ class Settings:
     reload_poll: bool = False
     # Python bindings may name functions in <definitions>/python/ and in these packages only.
     allowed_packages: tuple[str, ...] = ()
+    # Plugins whose tools are served, by entry point name (group tool_gateway.plugins); ["*"]: every installed one.
+    plugins: tuple[str, ...] = ()
     default_timeout_s: float = 30.0
     # Concurrent executions of one tool (in-flight work included: a timed-out sync call holds its slot until its
     # thread ends), so one slow or hung tool cannot take every worker from the others.
@@ -150,7 +152,7 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
                  "import_timeout_s", "header_timeout_s", "keepalive_timeout_s", "max_header_bytes", "return_schema"):
         if ENV_PREFIX + name.upper() in environ:
             values[name] = environ[ENV_PREFIX + name.upper()]
-    for name in ("allowed_packages", "allowed_origins", "allowed_secrets"):
+    for name in ("allowed_packages", "allowed_origins", "allowed_secrets", "plugins"):
         if ENV_PREFIX + name.upper() in environ:
             values[name] = [v.strip() for v in environ[ENV_PREFIX + name.upper()].split(",") if v.strip()]
     # Keys given in clear through the environment are hashed at once and never kept.

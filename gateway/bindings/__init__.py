@@ -46,6 +46,10 @@ class BuildEnv:
     memo: dict[Any, Any] = field(default_factory=dict)
     # Digest of <definitions>/python/*.py for this build, set by build_catalog before any tool is built.
     python_digest: str = ""
+    # A plugin's tools are built with an env of their own: root is the plugin's directory, its Python code is
+    # trusted inside ``package`` (never <definitions>/python/), and its python/ modules are <modules>.python.<name>.
+    package: str = ""
+    modules: str = ""
 
 
 @dataclass(frozen=True)

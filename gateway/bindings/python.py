@@ -1,7 +1,7 @@
 """``binding: {python: "module:function"}`` — a Python callable, sync (run in a thread) or async (awaited).
 
 Only trusted code is imported: modules in ``<definitions>/python/`` and packages named in the settings'
-``allowed_packages``. The check happens before the import, since importing runs the module's code — which is
+``allowed_packages``; for a plugin's tools, its own package instead of ``<definitions>/python/``. The check happens before the import, since importing runs the module's code — which is
 why the import itself runs under a time limit (``gateway.bindings.imports``) and calls run through
 ``gateway.bindings.workers`` (threads for sync functions, a cap per tool, exits turned into failures).
 """
@@ -30,6 +30,7 @@ from .workers import call_async, call_sync
 _lock = threading.Lock()
 _active_dir: Path | None = None
 _loaded_digest: str | None = None
+_plugin_digests: dict[str, str] = {}  # plugin package -> digest of the files its modules were imported from
 
 
 def trusted_function(target: str, env: BuildEnv) -> Any:
@@ -48,16 +49,19 @@ def trusted_function(target: str, env: BuildEnv) -> Any:
     module = env.memo[key]
     if isinstance(module, str):
         return module
+    trusted = (env.package, *env.settings.allowed_packages) if env.package else env.settings.allowed_packages
     function = getattr(module, attribute, None)
     if function is None:
         return f"module '{module_name}' has no attribute '{attribute}'"
     if not callable(function):
         return f"'{target}' is not callable (it is {type(function).__name__})"
     origin = _defined_in(function)
-    if not (_is_local_module(origin, python_dir) or _allowed(origin or "", env.settings.allowed_packages)):
+    local = not env.package and _is_local_module(origin, python_dir)
+    if not (local or _allowed(origin or "", trusted)):
         # A trusted module may import anything (`from subprocess import run`): what runs must be trusted too.
+        where = f"the plugin's package '{env.package}'" if env.package else f"{PYTHON_DIR}/"
         return (f"'{target}' is defined in module '{origin}', which is not allowed: name the function where it is "
-                f"defined, from {PYTHON_DIR}/ or an allowed package")
+                f"defined, from {where} or an allowed package")
     return function
 
 
@@ -109,6 +113,8 @@ def _is_local(python_dir: Path, module_name: str) -> bool:
 
 def _import_trusted(module_name: str, python_dir: Path, env: BuildEnv) -> ModuleType | str:
     """The module, if it is trusted and imports; else why not (a message for the admin)."""
+    if env.package:
+        return _import_plugin(module_name, python_dir, env)
     local = _is_local(python_dir, module_name)
     if not local and not _allowed(module_name, env.settings.allowed_packages):
         allowed = ", ".join(env.settings.allowed_packages) or "none"
@@ -123,6 +129,30 @@ def _import_trusted(module_name: str, python_dir: Path, env: BuildEnv) -> Module
         return (f"module '{module_name}' in {PYTHON_DIR}/ has the name of an installed module "
                 f"({getattr(module, '__file__', None) or 'built in'}); rename it")
     return module
+
+
+def _import_plugin(module_name: str, python_dir: Path, env: BuildEnv) -> ModuleType | str:
+    """A plugin's module: from its own python/ (as a module of its package), else from its package or an
+    allowed one; never from <definitions>/python/, whose modules may share its names."""
+    if _is_local(python_dir, module_name):
+        module_name = f"{env.modules}.{PYTHON_DIR}.{module_name}"
+    elif not _allowed(module_name, (env.package, *env.settings.allowed_packages)):
+        return (f"module '{module_name}' is not allowed: a plugin names modules in its {PYTHON_DIR}/ or its package "
+                f"'{env.package}' (or an allowed package)")
+    refresh_plugin_modules(env.package, env.python_digest)
+    return import_within(module_name, None, env.settings.import_timeout_s)
+
+
+def refresh_plugin_modules(package: str, digest: str) -> None:
+    """Forget a plugin package's modules when its files changed (``pip install -U``), so the next import reads
+    the new ones; a catalog built before keeps the functions it holds."""
+    with _lock:
+        if _plugin_digests.get(package) == digest:
+            return
+        for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+            del sys.modules[name]
+        importlib.invalidate_caches()
+        _plugin_digests[package] = digest
 
 
 def _defined_in(function: Any) -> str | None:

@@ -53,7 +53,9 @@ class RestApi:
         catalog = self.gateway.catalog
         last = self.gateway.last_reload
         body: dict[str, Any] = {"status": "ok", "version": catalog.version, "tools": len(catalog.tools),
-                                "last_reload_ok": last.ok}
+                                "last_reload_ok": last.ok,
+                                "plugins": [{"name": p.name, "distribution": p.distribution, "version": p.version}
+                                            for p in catalog.plugins]}
         if caller.is_admin:
             body |= {"definitions": str(self.settings.definitions), "auth": self.settings.auth_enabled,
                      "last_reload": last.as_dict()}

@@ -1,0 +1,1 @@
+"""An example tool-gateway plugin: its tools are declared in ``tools/`` like a definitions directory."""

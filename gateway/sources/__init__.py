@@ -1,0 +1,113 @@
+"""Where tool definitions come from: the definitions directory and the plugins the settings list.
+
+Each source is loaded on its own (``gateway.definitions``; a plugin's files are named ``<plugin>:<path>``), then
+``combine`` makes one list of tools to build: an id declared in two sources is one problem naming both places,
+and the ``overrides:`` of the definitions directory change or disable tools declared elsewhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .. import checks
+from ..definitions import Definitions, DefinitionsCache, Override, load_definitions
+from ..errors import DefinitionsInvalid, Problem
+from ..settings import Settings
+from ..tool_definition import Scope, ToolDefinition
+from ..yamlbudget import YamlLimits
+from . import plugins as plugin_discovery
+from .plugins import Plugin
+
+
+@dataclass(frozen=True, eq=False)
+class PluginDefinitions:
+    plugin: Plugin
+    definitions: Definitions
+
+
+@dataclass(frozen=True, eq=False)
+class Combined:
+    """Every tool to build, with the plugin that declared it (None: the definitions directory)."""
+
+    tools: tuple[tuple[ToolDefinition, PluginDefinitions | None], ...]
+    problems: tuple[Problem, ...]  # of the plugins and of combining; the definitions directory's are its own
+    digest: str
+
+
+def load_plugins(settings: Settings, cache: DefinitionsCache,
+                 limits: YamlLimits) -> tuple[tuple[PluginDefinitions, ...], list[Problem]]:
+    """The definitions of the plugins ``settings.plugins`` lists, read from the distributions installed now."""
+    if not settings.plugins:
+        return (), []
+    chosen, problems = plugin_discovery.selected(settings.plugins, plugin_discovery.installed())
+    loaded = tuple(
+        PluginDefinitions(p, load_definitions(p.directory, cache.plugin(p.name), limits=limits, label=f"{p.name}:"))
+        for p in chosen if p.directory is not None
+    )
+    return loaded, problems
+
+
+def load_all(settings: Settings, cache: DefinitionsCache | None = None) -> tuple[Definitions,
+                                                                               tuple[PluginDefinitions, ...]]:
+    """The definitions directory and the plugins the settings list; ``DefinitionsInvalid`` when a listed plugin
+    is not installed or cannot be found."""
+    cache = cache if cache is not None else DefinitionsCache()
+    limits = YamlLimits.from_settings(settings)
+    definitions = load_definitions(settings.definitions, cache, limits=limits)
+    # Installed plugins are read again on every call: a reload serves an upgraded one.
+    loaded, problems = load_plugins(settings, cache, limits)
+    if problems:
+        raise DefinitionsInvalid([*problems, *definitions.problems])
+    return definitions, loaded
+
+
+def combine(local: Definitions, loaded: Sequence[PluginDefinitions] = ()) -> Combined:
+    sources: list[tuple[PluginDefinitions | None, Definitions]] = [(None, local), *((p, p.definitions) for p in loaded)]
+    problems = [problem for p in loaded for problem in p.definitions.problems]
+    # Repeats inside one source were reported by its loader; here, the first of each id per source meets the others.
+    firsts = []
+    for _, definitions in sources:
+        ids: dict[str, ToolDefinition] = {}
+        for file in definitions.files:
+            for tool in file.tools:
+                ids.setdefault(tool.id, tool)
+        firsts += ids.values()
+    problems += checks.duplicate_ids(firsts)
+    declared = {tool.id for tool in firsts}
+    tools: dict[str, tuple[ToolDefinition, PluginDefinitions | None]] = {}
+    for origin, definitions in sources:
+        for tool in definitions.tools:
+            tools.setdefault(tool.id, (tool, origin))  # in file order; a repeated id was reported above
+    for override in local.overrides:
+        if override.tool not in declared:
+            problems.append(override.problem("tool", f"override of tool '{override.tool}': no definitions file or "
+                                                     "plugin declares it"))
+        elif override.tool in tools:  # else not served already (it has problems, or an earlier override disabled it)
+            tool, origin = tools[override.tool]
+            if override.changes.get("enabled", True) is False:
+                del tools[override.tool]
+                continue
+            changed = _apply(tool, override)
+            tool_problems = checks.check_tool(changed)
+            problems += [override.problem("tool", f"tool '{tool.id}' after this override: {p.message}")
+                         for p in tool_problems]
+            tools[override.tool] = (changed, origin)
+    digest = hashlib.sha256(local.digest.encode())
+    for p in loaded:
+        digest.update(f"\0{p.plugin.name}\0{p.plugin.version}\0{p.definitions.digest}".encode())
+    return Combined(tuple(tools.values()), tuple(problems), digest.hexdigest())
+
+
+def _apply(tool: ToolDefinition, override: Override) -> ToolDefinition:
+    fields: dict[str, Any] = {}
+    for key, value in override.changes.items():
+        if key == "scope":
+            fields[key] = Scope(str(value).lower())
+        elif key in ("toolsets", "tags"):
+            fields[key] = tuple(value)
+        elif key != "enabled":
+            fields[key] = value
+    return replace(tool, **fields)
