@@ -181,9 +181,8 @@ def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | 
 def _plugin_env(loaded: PluginDefinitions, env: BuildEnv, cache: BuildCache) -> BuildEnv:
     """What a plugin's tools are built with: its directory as root, its package trusted, its own memo."""
     plugin = loaded.plugin
-    assert plugin.directory is not None  # noqa: S101  # only found plugins are loaded (sources.load_plugins)
     # replace() keeps the warnings list itself: one list for the whole build.
-    plugin_env = replace(env, root=plugin.directory, package=plugin.package, modules=plugin.modules, memo={})
+    plugin_env = replace(env, root=loaded.definitions.root, package=plugin.package, modules=plugin.modules, memo={})
     # The version is part of its digest: an upgrade imports its modules afresh (bindings.python).
     files = cache.python_digest(plugin_env)
     plugin_env.python_digest = hashlib.sha256(f"{plugin.version}\0{files}".encode()).hexdigest()

@@ -9,21 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
-GREET_YAML = """
-tools:
-  - id: {prefix}greet
-    name: Greet
-    user_description: Greets someone.
-    ai_description: Return a greeting.
-    toolsets: [plugin]
-    binding:
-      python: helpers:greet
-"""
-GREET_PY = """
-def greet(name: str) -> str:
-    return "hello " + name
-"""
+from plugin_support import GREET_PY, GREET_YAML
 
 
 @pytest.fixture

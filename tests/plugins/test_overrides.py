@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_plugins import catalog, problems
+from plugin_support import catalog, problems
 
 
 @pytest.fixture

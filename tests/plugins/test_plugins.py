@@ -2,40 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
+from plugin_support import GREET_PY, GREET_YAML, call, catalog, problems
 
-from conftest import GREET_PY, GREET_YAML
-
-from gateway.catalog import Catalog, build_catalog
 from gateway.cli import main
-from gateway.context import CallContext
-from gateway.errors import DefinitionsInvalid
-from gateway.invoke import invoke
-from gateway.settings import Settings
-from gateway.sources import load_all
-
-
-def catalog(root: Path, **settings: Any) -> Catalog:
-    effective = Settings(definitions=root, **settings)
-    definitions, plugins = load_all(effective)
-    return build_catalog(definitions, effective, plugins=plugins)
-
-
-def problems(root: Path, **settings: Any) -> list[str]:
-    with pytest.raises(DefinitionsInvalid) as caught:
-        catalog(root, **settings)
-    return [str(p) for p in caught.value.problems]
-
-
-def call(built: Catalog, tool_id: str, arguments: dict[str, Any]) -> str:
-    result = asyncio.run(invoke(built, tool_id, arguments, CallContext(surface="cli")))
-    assert not result.is_error, result.text
-    return result.text
 
 
 @pytest.fixture
