@@ -183,8 +183,9 @@ def _plugin_env(loaded: PluginDefinitions, env: BuildEnv, cache: BuildCache) -> 
     plugin = loaded.plugin
     # replace() keeps the warnings list itself: one list for the whole build.
     plugin_env = replace(env, root=loaded.definitions.root, package=plugin.package, modules=plugin.modules, memo={})
-    # The version is part of its digest: an upgrade imports its modules afresh (bindings.python).
-    files = cache.python_digest(plugin_env)
+    # Its version and every module of its package make its digest: a change (an upgrade, an edit of an editable
+    # install) is a new catalog version and imports its modules afresh (bindings.python).
+    files = cache.files.tree(plugin.package_dir, "*.py") if plugin.package_dir else cache.python_digest(plugin_env)
     plugin_env.python_digest = hashlib.sha256(f"{plugin.version}\0{files}".encode()).hexdigest()
     return plugin_env
 

@@ -35,6 +35,7 @@ class Plugin:
     modules: str  # dotted name of its definitions directory: its python/ modules are <modules>.python.<name>
     directory: Path | None  # None when it cannot be found; ``error`` says why
     error: str = ""
+    package_dir: Path | None = None  # the entry point's package: its modules are part of the catalog's version
 
     @property
     def label(self) -> str:
@@ -69,7 +70,7 @@ def _plugin(entry: EntryPoint) -> Plugin:
     directory = Path(locations[0], *(entry.attr or "").split(".")) if entry.attr else Path(locations[0])
     if not directory.is_dir():
         return broken(f"entry point value {entry.value!r}: no directory {directory}")
-    return Plugin(entry.name, distribution, version, package, modules, directory)
+    return Plugin(entry.name, distribution, version, package, modules, directory, package_dir=Path(locations[0]))
 
 
 def selected(wanted: tuple[str, ...], available: list[Plugin]) -> tuple[list[Plugin], list[Problem]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -148,3 +149,16 @@ def test_cli_lists_installed_plugins(install_plugin, defs, capsys, monkeypatch):
     assert f"alpha  {alpha} 2.5  enabled" in out
     assert "beta  " in out and "not enabled" in out
     assert "  alpha_greet  server  Greet" in out
+
+
+def test_catalog_version_changes_with_a_plugins_files(install_plugin, defs):
+    """A change to a plugin's YAML, its python/ modules or another module of its package is a new version."""
+    package = install_plugin("alpha")
+    versions = [catalog(defs, plugins=("alpha",)).version]
+    site = Path(sys.modules[package].__file__).parent
+    for path, text in [(site / "tools" / "python" / "helpers.py", "\n# changed\n"),
+                       (site / "__init__.py", "\n# changed\n"),
+                       (site / "tools" / "tools.yaml", "\n# changed\n")]:
+        path.write_text(path.read_text() + text)
+        versions.append(catalog(defs, plugins=("alpha",)).version)
+    assert len(set(versions)) == 4
