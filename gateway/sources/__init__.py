@@ -8,6 +8,7 @@ and the ``overrides:`` of the definitions directory change or disable tools decl
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -101,7 +102,21 @@ def combine(local: Definitions, loaded: Sequence[PluginDefinitions] = ()) -> Com
     return Combined(tuple(tools.values()), tuple(problems), digest.hexdigest())
 
 
+# override -> (the tool it was applied to, the outcome). The loader returns the same objects for unchanged files,
+# so a reload reuses the outcome, and the build cache (keyed by definition) reuses the tool built from it.
+_applied: weakref.WeakKeyDictionary[Override, tuple[ToolDefinition, ToolDefinition]] = weakref.WeakKeyDictionary()
+
+
 def _apply(tool: ToolDefinition, override: Override) -> ToolDefinition:
+    before = _applied.get(override)
+    if before is not None and before[0] is tool:
+        return before[1]
+    changed = _changed(tool, override)
+    _applied[override] = (tool, changed)
+    return changed
+
+
+def _changed(tool: ToolDefinition, override: Override) -> ToolDefinition:
     fields: dict[str, Any] = {}
     for key, value in override.changes.items():
         if key == "scope":

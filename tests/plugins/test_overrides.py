@@ -8,6 +8,12 @@ from pathlib import Path
 import pytest
 from plugin_support import catalog, problems
 
+from gateway.buildcache import BuildCache
+from gateway.catalog import Catalog, build_catalog
+from gateway.definitions import DefinitionsCache
+from gateway.settings import Settings
+from gateway.sources import load_all
+
 
 @pytest.fixture
 def overriding(install_plugin, write_definitions: Callable[..., Path]) -> Callable[[str], Path]:
@@ -58,3 +64,16 @@ def test_override_with_unknown_key_is_a_schema_problem(overriding):
     """An override may change only the documented keys."""
     found = problems(overriding("  - {tool: alpha_greet, binding: {python: 'os:system'}}\n"), plugins=("alpha",))
     assert any(p.startswith("overrides.yaml:3:") and "unknown key 'binding'" in p for p in found), found
+
+
+def test_unchanged_override_reuses_the_built_tool(overriding):
+    """A reload with the same files reuses the overridden tool already built (no rebuild per reload)."""
+    settings = Settings(definitions=overriding("  - {tool: alpha_greet, tags: [x]}\n"), plugins=("alpha",))
+    loaded, built = DefinitionsCache(), BuildCache()
+
+    def build() -> Catalog:
+        definitions, plugins = load_all(settings, loaded)
+        return build_catalog(definitions, settings, cache=built, plugins=plugins)
+
+    first = build()
+    assert build().get("alpha_greet") is first.get("alpha_greet")
