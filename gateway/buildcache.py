@@ -67,12 +67,14 @@ class BuildCache(Generic[T]):
         """The tool built from ``definition``: reused when nothing it was built from changed, else ``build``."""
         built = self._tools.get(definition)
         # Asked for each of 10,000 tools on every reload: the common case (nothing changed) stays short.
-        if (built is not None and (built.python is None or built.python == self.python_digest(env))
+        # env.python_digest is set by build_catalog before any tool is built: for the definitions directory its
+        # python/ modules, for a plugin its version and whole package.
+        if (built is not None and (built.python is None or built.python == env.python_digest)
                 and (built.script is None or self._script(built.tool, env) == built.script)):
             if built.warnings:
                 env.warnings.extend(built.warnings)
             return built.tool
-        python = self.python_digest(env) if "python" in definition.binding else None
+        python = env.python_digest if "python" in definition.binding else None
         before = len(env.warnings)
         tool = build(definition, env)  # raises BindingProblems; failures are not cached, they are retried
         self._tools[definition] = _Built(tool, python, self._script(tool, env), tuple(env.warnings[before:]))
