@@ -24,6 +24,7 @@ from typing import Any
 from jsonschema import ValidationError
 from jsonschema.exceptions import best_match
 
+from .pointers import follow
 from .schemas import json_type
 
 MAX_ARGUMENT_DEPTH = 64
@@ -143,17 +144,9 @@ def _resolver(root: Any) -> Callable[[Any], Any]:
 
     def resolve(branch: Any) -> Any:
         ref = branch.get("$ref") if isinstance(branch, dict) else None
-        if not isinstance(ref, str) or not ref.startswith("#") or root is None:
+        if not isinstance(ref, str) or root is None:
             return branch
-        target = root
-        for part in filter(None, ref[1:].split("/")):
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, dict) and part in target:
-                target = target[part]
-            elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
-                target = target[int(part)]
-            else:
-                return branch
+        target = follow(root, ref)
         if not isinstance(target, dict):
             return branch
         return {**target, **{k: v for k, v in branch.items() if k != "$ref"}}

@@ -17,6 +17,8 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..pointers import NOWHERE, follow
+
 if TYPE_CHECKING:
     from ..catalog import Tool
 
@@ -109,16 +111,8 @@ class _Renderer:
 
     def _resolve(self, ref: str) -> Any:
         """What a local reference (``#/$defs/X``, any JSON pointer) points to; ``any`` when it leads nowhere."""
-        target: Any = self.root
-        for step in ref.lstrip("#").strip("/").split("/") if ref.strip("#/") else ():
-            step = step.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, Mapping) and step in target:
-                target = target[step]
-            elif isinstance(target, list) and step.isdigit() and int(step) < len(target):
-                target = target[int(step)]
-            else:
-                return True
-        return target
+        target = follow(self.root, ref)
+        return True if target is NOWHERE else target
 
 
 def _alternatives(schema: Any) -> int:
