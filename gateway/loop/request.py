@@ -130,6 +130,11 @@ def _check_message(index: int, message: Any) -> None:
     content = message.get("content")
     if content is not None and not isinstance(content, (str, list)):
         raise InvalidRequest(f"{where}.content: expected a string or an array of content parts.", f"{where}.content")
+    for position, part in enumerate(content if isinstance(content, list) else ()):
+        # A text part's text is joined into the message's text (offer rules, providers): it must be a string.
+        if isinstance(part, dict) and part.get("type") == "text" and not isinstance(part.get("text", ""), str):
+            raise InvalidRequest(f"{where}.content[{position}].text: expected a string.",
+                                 f"{where}.content[{position}].text")
     if role == "tool" and not isinstance(message.get("tool_call_id"), str):
         raise InvalidRequest(f"{where}: a tool message needs 'tool_call_id', the id of the call it answers.",
                              f"{where}.tool_call_id")

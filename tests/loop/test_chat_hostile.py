@@ -45,9 +45,12 @@ def test_a_tool_result_with_a_lone_surrogate_reaches_the_model_and_the_caller(ep
 @pytest.mark.parametrize(("body", "said"), [
     (b'{"model": "default", "model": "other", "messages": []}', "duplicate key 'model'"),
     (b'{"model": "default", "messages": [{"role": "user", "content": "\\udc00"}]}', "$.messages[0].content"),
+    (b'{"model": "default", "messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}',
+     "messages[0].content[0].text"),
 ])
 def test_bad_request_bodies_are_400s_naming_the_problem(ep, llm, body, said):
-    """A duplicate key or a lone surrogate in a chat request is a 400 in OpenAI's error shape, saying which."""
+    """A duplicate key, a lone surrogate or a text part that is not text in a chat request is a 400 in OpenAI's
+    error shape, saying which."""
     response = httpx.post(ep.url + "/v1/chat/completions", content=body, timeout=10)
     assert response.status_code == 400
     assert said in response.json()["error"]["message"]
