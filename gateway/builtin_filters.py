@@ -16,6 +16,7 @@ wrong) and returns the filter's async ``run(call, next)``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections import OrderedDict
@@ -112,8 +113,13 @@ def cache(config: Mapping[str, Any]) -> Run:
     async def run(call: FilterCall, next: Next) -> Any:
         if not cacheable(call):
             return await next()
-        who = {"user": call.context.user, "conversation": call.context.conversation_id, "everyone": None}[per]
-        key = (call.tool_id, call.side, who, json.dumps(call.arguments, sort_keys=True, default=str))
+        user, conversation = call.context.user, call.context.conversation_id
+        # A conversation id is whatever a caller sends: it narrows the user's cache, never crosses users.
+        who = {"user": user, "conversation": (user, conversation), "everyone": None}[per]
+        # A digest, not the arguments: a caller sending max_entries distinct megabyte-sized arguments must not
+        # make the cache hold them all.
+        arguments = hashlib.sha256(json.dumps(call.arguments, sort_keys=True, default=str).encode()).digest()
+        key = (call.tool_id, call.side, who, arguments)
         now = time.monotonic()
         hit = entries.get(key)
         if hit is not None and hit[0] > now:

@@ -194,6 +194,23 @@ def test_cache_answers_repeats_of_read_only_tools(tmp_path: Path) -> None:
     assert ftools.CALLS == ["a", "a", "b", "b"]
 
 
+def test_cache_per_conversation_is_never_shared_between_users(tmp_path: Path) -> None:
+    """``cache`` with ``per: conversation`` answers a repeat within one user's conversation, never another user
+    who names the same conversation id."""
+    spec = "filters: [{use: cache, with: {per: conversation}}]\n"
+    root = make_dir(tmp_path, [tool_yaml("cached", "ftools:echo", filters=spec,
+                                         annotations="annotations: {read_only: true}\n")])
+    catalog = catalog_for(root)
+    import ftools
+
+    ftools.CALLS.clear()
+    call(catalog, "cached", {"text": "a"}, user="ann", conversation_id="c1")
+    call(catalog, "cached", {"text": "a"}, user="ann", conversation_id="c1")
+    call(catalog, "cached", {"text": "a"}, user="bob", conversation_id="c1")
+    call(catalog, "cached", {"text": "a"}, user="ann", conversation_id="c2")
+    assert ftools.CALLS == ["a", "a", "a"]
+
+
 def test_builtin_options_are_checked_at_load(tmp_path: Path) -> None:
     """A built-in's unknown or mistyped option is a problem at the option."""
     spec = 'filters: [{use: cache, with: {ttl: 5}}, {use: redact, with: {}}]\n'
