@@ -130,13 +130,7 @@ def _base64_cores(raw: bytes) -> set[str]:
 
 def redact(text: str, secrets: Hidden) -> str:
     """``text`` with each secret's value, in each of its ``forms``, replaced by ``[secret NAME]``."""
-    for name, value in secrets.items() if isinstance(secrets, Mapping) else secrets:
-        if len(value) < MIN_REDACTED_LENGTH:
-            continue
-        for form in forms(value):
-            if form in text:
-                text = text.replace(form, f"[secret {name}]")
-    return text
+    return _replace(text, _spellings(_pairs(secrets)))
 
 
 def redact_value(value: Any, secrets: Hidden) -> Any:
@@ -144,25 +138,52 @@ def redact_value(value: Any, secrets: Hidden) -> Any:
     as deep as JSON allows is redacted, not a RecursionError."""
     if not secrets:
         return value
-    pairs = list(secrets.items() if isinstance(secrets, Mapping) else secrets)
+    spellings = _spellings(_pairs(secrets))
     result: list[Any] = [None]
     stack: list[tuple[Any, Any, Any]] = [(value, result, 0)]  # (item, the copy holding it, its key there)
     while stack:
         item, holder, key = stack.pop()
         if isinstance(item, str):
-            holder[key] = redact(item, pairs)
+            holder[key] = _replace(item, spellings)
         elif isinstance(item, list):
             holder[key] = copy = [None] * len(item)
             stack.extend((member, copy, index) for index, member in enumerate(item))
         elif isinstance(item, dict):
             holder[key] = copy = {}
             for name, member in item.items():
-                name = redact(name, pairs)
+                name = _replace(name, spellings)
                 copy[name] = None  # the key now, so the copy keeps the order of the original
                 stack.append((member, copy, name))
         else:
             holder[key] = item
     return result[0]
+
+
+def _pairs(secrets: Hidden) -> tuple[tuple[str, str], ...]:
+    return tuple(secrets.items() if isinstance(secrets, Mapping) else secrets)
+
+
+# (length of the shortest form, (form, replacement) pairs in the order they are replaced): a text shorter than
+# the shortest form holds none (most strings of a JSON answer), so it is not scanned at all.
+_Spellings = tuple[int, tuple[tuple[str, str], ...]]
+
+
+@functools.lru_cache(maxsize=256)
+def _spellings(pairs: tuple[tuple[str, str], ...]) -> _Spellings:
+    """The spellings of a set of secrets, made once per set (not per string of an answer, nor per log record)."""
+    spellings = tuple((form, f"[secret {name}]") for name, value in pairs
+                      if len(value) >= MIN_REDACTED_LENGTH for form in forms(value))
+    return min((len(form) for form, _ in spellings), default=0), spellings
+
+
+def _replace(text: str, spellings: _Spellings) -> str:
+    shortest, pairs = spellings
+    if not pairs or len(text) < shortest:
+        return text
+    for form, shown in pairs:
+        if form in text:
+            text = text.replace(form, shown)
+    return text
 
 
 def remember(names: Collection[str]) -> None:
