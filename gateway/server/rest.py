@@ -48,14 +48,15 @@ class RestApi:
         return json_response({"status": "ok"})
 
     async def status(self, request: Request) -> Response:
-        """Summary for anyone; the definitions directory and the last reload's problems for admins only."""
+        """Summary for anyone (the plugins only to a key holder when auth is on); the definitions directory and the last reload's problems for admins only."""
         caller = self.caller(request, required=False)
         catalog = self.gateway.catalog
         last = self.gateway.last_reload
         body: dict[str, Any] = {"status": "ok", "version": catalog.version, "tools": len(catalog.tools),
-                                "last_reload_ok": last.ok,
-                                "plugins": [{"name": p.name, "distribution": p.distribution, "version": p.version}
-                                            for p in catalog.plugins]}
+                                "last_reload_ok": last.ok}
+        if not caller.auth or caller.key is not None:  # installed software and its versions: not for anonymous eyes
+            body["plugins"] = [{"name": p.name, "distribution": p.distribution, "version": p.version}
+                               for p in catalog.plugins]
         if caller.is_admin:
             body |= {"definitions": str(self.settings.definitions), "auth": self.settings.auth_enabled,
                      "last_reload": last.as_dict()}

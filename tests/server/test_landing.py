@@ -92,6 +92,14 @@ def test_with_auth_on_no_catalog_detail_without_a_key(auth_server):
     assert "Authorization: Bearer" in page.text  # the examples show where the key goes
 
 
+def test_with_auth_on_status_names_no_plugins_without_a_key(auth_server):
+    """With API keys configured, ``/status`` names the loaded plugins and their versions to a key holder only."""
+    anonymous = httpx.get(auth_server.url + "/status").json()
+    keyed = httpx.get(auth_server.url + "/status", headers={"Authorization": f"Bearer {READER_KEY}"}).json()
+    assert "plugins" not in anonymous
+    assert keyed["plugins"] == []
+
+
 def test_with_auth_on_a_key_sees_its_own_tools_only(auth_server):
     """A key sees the catalog version and the number of tools it may use; a wrong key is refused."""
     reader = httpx.get(auth_server.url + "/", headers={"Authorization": f"Bearer {READER_KEY}"}).json()
