@@ -48,7 +48,8 @@ class RestApi:
         return json_response({"status": "ok"})
 
     async def status(self, request: Request) -> Response:
-        """Summary for anyone (the plugins only to a key holder when auth is on); the definitions directory and the last reload's problems for admins only."""
+        """Summary for anyone (the plugins only to a key holder when auth is on); the definitions directory and the
+        last reload's problems for admins only."""
         caller = self.caller(request, required=False)
         catalog = self.gateway.catalog
         last = self.gateway.last_reload
