@@ -29,7 +29,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEscapeFormatt
 from jinja2.visitor import NodeTransformer
 from markupsafe import Markup
 
-from .render_budget import current
+from .render_budget import INLINE_MAX_INPUT, SliceSpent, current
 from .template_filters import bounded_filters, dumps
 from .template_limits import (
     MAX_SIZE,
@@ -167,9 +167,13 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         return measured(self.binop_table[operator](left, right), f"'{operator}'")
 
     def call(self, context: Any, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
-        current().tick()
+        budget = current()
+        budget.tick()
         method = isinstance(obj, (types.BuiltinMethodType, types.MethodType))
-        if method and isinstance(getattr(obj, "__self__", None), (str, bytes, int)):
+        owner = getattr(obj, "__self__", None)
+        if method and isinstance(owner, (str, bytes, int)):
+            if budget.inline and isinstance(owner, (str, bytes)) and len(owner) > INLINE_MAX_INPUT:
+                raise SliceSpent  # like a filter's large input: one C call (a split) that nothing can interrupt
             args = _check_method(obj, args, kwargs)
         result = super().call(context, obj, *args, **kwargs)
         if method and _makes_new(obj):

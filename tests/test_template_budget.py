@@ -172,3 +172,22 @@ async def test_filter_over_a_large_input_runs_off_the_event_loop(monkeypatch):
     text = "<p>some <b>words</b></p> " * 12_000
     await run_bounded(lambda: template.render({"args": {"text": text}}))
     assert on_event_loop == [False]
+
+
+async def test_method_over_a_large_input_runs_off_the_event_loop(monkeypatch):
+    """One str method call over a large input (split of 300 kB: one C call making many strings) is moved to a
+    worker thread before it starts, like a filter, never run on the event loop."""
+    original = DEFAULT_ENV.call
+    loop_thread = threading.current_thread()
+    on_event_loop = []
+
+    def spy(context, obj, /, *args, **kwargs):
+        result = original(context, obj, *args, **kwargs)
+        if getattr(obj, "__name__", "") == "split":
+            on_event_loop.append(threading.current_thread() is loop_thread)
+        return result
+
+    monkeypatch.setattr(DEFAULT_ENV, "call", spy)
+    template = compile_template("{{ args.text.split()[0] }}")
+    await run_bounded(lambda: template.render({"args": {"text": "some words " * 30_000}}))
+    assert on_event_loop == [False]
