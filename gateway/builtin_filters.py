@@ -5,8 +5,8 @@
   ``result``, MCP ``structuredContent``) is unchanged; only the text the LLM reads is wrapped.
 - ``redact``: regular expressions (RE2, linear time) and literal strings removed from what a tool answers — its
   text, every string in its structured value, and its error message.
-- ``cache``: answers a repeated call of a read-only or idempotent tool from memory for ``ttl_s`` seconds. Semantic
-  Kernel's documentation names caching as the use of answering *before* ``next``; in a gateway serving LLM loops,
+- ``cache``: answers a repeated call of a read-only or idempotent tool from memory for ``ttl_s`` seconds (errors
+  and results cut at ``max_result_chars`` are not kept). Semantic Kernel's documentation names caching as the use of answering *before* ``next``; in a gateway serving LLM loops,
   models repeat the same lookups across turns and conversations, and each repeat otherwise costs an upstream call.
   (Approval of destructive calls, SK's other flagship sample, needs a human channel that not every surface has.)
 
@@ -126,7 +126,9 @@ def cache(config: Mapping[str, Any]) -> Run:
             entries.move_to_end(key)
             return hit[1]
         result = await next()
-        if not result.is_error:  # a failure is worth trying again
+        # A failure is worth trying again; a result cut at max_result_chars may hold any amount of structured
+        # value, and max_entries of those would be no memory bound.
+        if not result.is_error and not result.truncated:
             entries[key] = (now + ttl, result)
             entries.move_to_end(key)
             while len(entries) > size:

@@ -211,6 +211,22 @@ def test_cache_per_conversation_is_never_shared_between_users(tmp_path: Path) ->
     assert ftools.CALLS == ["a", "a", "a"]
 
 
+def test_cache_keeps_no_result_over_the_result_cap(tmp_path: Path) -> None:
+    """``cache`` does not keep a result cut at ``max_result_chars``: an entry holds at most about that much, so
+    ``max_entries`` bounds the cache's memory."""
+    root = make_dir(tmp_path, [tool_yaml("cached", "ftools:echo", filters="filters: [cache]\n",
+                                         annotations="annotations: {read_only: true}\n")])
+    catalog = catalog_for(root, max_result_chars=100)
+    import ftools
+
+    ftools.CALLS.clear()
+    assert call(catalog, "cached", {"text": "x" * 200}, user="ann").truncated
+    call(catalog, "cached", {"text": "x" * 200}, user="ann")
+    call(catalog, "cached", {"text": "short"}, user="ann")
+    call(catalog, "cached", {"text": "short"}, user="ann")
+    assert ftools.CALLS == ["x" * 200, "x" * 200, "short"]
+
+
 def test_builtin_options_are_checked_at_load(tmp_path: Path) -> None:
     """A built-in's unknown or mistyped option is a problem at the option."""
     spec = 'filters: [{use: cache, with: {ttl: 5}}, {use: redact, with: {}}]\n'
