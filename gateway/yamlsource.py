@@ -46,6 +46,29 @@ class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
 # Timestamps stay strings: a tool definition has no use for datetime objects and they are not JSON.
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_str)
 
+# Longer numbers are refused where they stand: PyYAML reads a sexagesimal one ("1:59:59...") in quadratic time
+# (a 900 kB value takes a minute), and a long integer fails Python's int/str digit limit (ValueError) or a float
+# conversion (OverflowError) — exceptions no caller expects from parsing. No definition needs such a number.
+MAX_NUMBER_CHARS = 1_000
+
+
+def _bounded(construct: Any) -> Any:
+    def construct_number(loader: _Loader, node: yaml.ScalarNode) -> Any:
+        if len(node.value) > MAX_NUMBER_CHARS:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a number of {len(node.value):,} characters (at most {MAX_NUMBER_CHARS:,})",
+                node.start_mark)
+        try:
+            return construct(loader, node)
+        except (ValueError, OverflowError) as exc:
+            raise yaml.constructor.ConstructorError(None, None, f"cannot read the number: {exc}",
+                                                    node.start_mark) from exc
+    return construct_number
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _bounded(_Loader.construct_yaml_int))
+_Loader.add_constructor("tag:yaml.org,2002:float", _bounded(_Loader.construct_yaml_float))
+
 
 @dataclass(eq=False)
 class YamlDocument:

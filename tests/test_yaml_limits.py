@@ -139,3 +139,16 @@ def test_a_fifo_is_not_read(tmp_path):
     problems = load_definitions(tmp_path).problems
     assert [(p.file, p.line, p.column) for p in problems] == [("pipe.yaml", 1, 1)]
     assert "not a regular file" in problems[0].message
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "1" + ":59" * 300_000, "1" + ":59" * 300_000 + ".5"],
+                         ids=["digits", "sexagesimal", "sexagesimal_float"])
+def test_an_overlong_number_is_a_problem_at_its_line(tmp_path, value):
+    """A number no tool needs (past Python's digit limit, or a sexagesimal one that costs quadratic time) is a
+    problem at its line, not an exception or minutes of CPU."""
+    write(tmp_path, "num.yaml", "tools:\n" + TOOL.format(id="num") + f"    max_calls: {value}\n")
+    done = validate(tmp_path)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert any(row.startswith("num.yaml:7:") and "number" in row for row in done.stderr.splitlines()), \
+        done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
