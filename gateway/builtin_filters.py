@@ -6,8 +6,9 @@
 - ``redact``: regular expressions (RE2, linear time) and literal strings removed from what a tool answers — its
   text, every string in its structured value, and its error message.
 - ``cache``: answers a repeated call of a read-only or idempotent tool from memory for ``ttl_s`` seconds (errors
-  and results cut at ``max_result_chars`` are not kept). Semantic Kernel's documentation names caching as the use of answering *before* ``next``; in a gateway serving LLM loops,
-  models repeat the same lookups across turns and conversations, and each repeat otherwise costs an upstream call.
+  and results cut at ``max_result_chars`` are not kept). Semantic Kernel's documentation names caching as the use
+  of answering *before* ``next``; in a gateway serving LLM loops, models repeat the same lookups across turns and
+  conversations, and each repeat otherwise costs an upstream call.
   (Approval of destructive calls, SK's other flagship sample, needs a human channel that not every surface has.)
 
 Each entry of ``BUILTINS`` takes the spec's ``with`` mapping, checks it (``FilterProblem`` at the key that is
