@@ -156,19 +156,19 @@ class Turn:
         self.offer: Offer = choose_tools(catalog, request, loop.config.chat, self.provider.tool_format,
                                          self.provider.declare_caller_tool, caller)
         self.principal = (caller_name, request.user, request.conversation_id)
-        self.messages = loop.handoffs.expand(self.principal, request.messages)
         self.trace: list[ToolExecution] = []
         self.texts: list[str] = []
         self.usage: Counter[str] = Counter()
+
+    async def accept(self) -> None:
+        """Expand handed-back messages and take the caller's results (they pass through their tools' filters,
+        which may await). Here, not in ``__init__``: that may run in a worker thread, and the handoffs are the
+        event loop's to change."""
+        self.messages = self.loop.handoffs.expand(self.principal, self.request.messages)
         start = last_user_index(self.messages) + 1
         earlier = [m for m in self.messages[start:] if m.get("role") == "assistant" and m.get("tool_calls")]
         self.rounds = len(earlier)
         self.calls = Counter(c["function"]["name"] for m in earlier for c in m["tool_calls"])
-        self.received: list[ToolExecution] = []  # the caller's results for the last calls (see accept)
-        self.base = len(self.messages)
-
-    async def accept(self) -> None:
-        """Take the caller's results (they pass through their tools' filters, which may await)."""
         self.received = await self.accept_results()
         self.base = len(self.messages)  # from here on, messages are the gateway's own
 

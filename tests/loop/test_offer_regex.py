@@ -12,6 +12,7 @@ from support import catalog_for
 
 from gateway.errors import DefinitionsInvalid
 from gateway.loop import offer
+from gateway.loop.handoff import Handoffs
 from gateway.loop.offer import offered_for
 from gateway.offer_rules import MAX_MATCHED_CHARS, MAX_PROGRAM_SIZE
 
@@ -144,3 +145,21 @@ def test_offer_rules_of_a_long_message_are_matched_off_the_event_loop(tmp_path, 
 
     assert response.status_code == 200
     assert threads and all(name.startswith("asyncio_") == off_the_loop for name in threads), threads
+
+
+def test_a_long_message_reads_the_remembered_handoffs_on_the_event_loop(tmp_path, endpoint, llm, monkeypatch):
+    """Only offer matching leaves the event loop: the handoffs, which the loop's thread changes, are read there."""
+    threads: list[str] = []
+    original = Handoffs.expand
+
+    def recording(self, principal, messages):
+        threads.append(threading.current_thread().name)
+        return original(self, principal, messages)
+
+    monkeypatch.setattr(Handoffs, "expand", recording)
+    ep = endpoint(write_definitions(tmp_path / "defs", ("ruled", CATASTROPHIC)))
+    llm.answer(Reply(content="done"))
+    response = ep.post({"messages": [{"role": "user", "content": "a" * 10_000}], "gateway": {"toolsets": ["offer"]}})
+
+    assert response.status_code == 200
+    assert threads and not any(name.startswith("asyncio_") for name in threads), threads
