@@ -8,13 +8,14 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import re
 from collections.abc import Callable
 from pprint import PrettyPrinter
 from typing import Any
 
 from jinja2 import pass_environment, pass_eval_context
 from jinja2.filters import FILTERS, make_attrgetter
-from markupsafe import Markup
+from markupsafe import Markup, soft_str
 
 from .render_budget import INLINE_MAX_INPUT, SliceSpent, current
 from .template_limits import (
@@ -31,6 +32,8 @@ from .template_limits import (
     measured,
     size,
 )
+
+_WORD = re.compile(r"\w+")  # jinja2.filters' word, for wordcount
 
 # Results of these filters are (parts of) their input, not something new: they are not measured.
 _SELECTING_FILTERS = frozenset({"first", "last", "random", "min", "max", "default", "d", "attr", "safe", "count",
@@ -62,6 +65,12 @@ def _filter_striptags(value: Any) -> str:
         kept.append(text[position:])
         text = "".join(kept)
     return Markup(" ".join(text.split())).unescape()
+
+
+def _filter_wordcount(value: Any) -> int:
+    """Jinja's ``wordcount`` one word at a time: Jinja's ``findall`` makes every word in one C call that holds
+    the GIL (and so the event loop) for as long as it runs, even in a worker thread."""
+    return sum(1 for _ in _WORD.finditer(soft_str(value)))
 
 
 def _filter_pprint(value: Any) -> str:
@@ -128,7 +137,8 @@ def _sorting(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 _REPLACED_FILTERS: dict[str, Callable[..., Any]] = {"join": _filter_join, "striptags": _filter_striptags,
-                                                    "pprint": _filter_pprint, "sort": _sorting(FILTERS["sort"]),
+                                                    "pprint": _filter_pprint, "wordcount": _filter_wordcount,
+                                                    "sort": _sorting(FILTERS["sort"]),
                                                     "groupby": _sorting(FILTERS["groupby"])}
 
 

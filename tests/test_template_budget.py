@@ -115,6 +115,13 @@ def test_striptags_matches_jinja(html):
     assert compile_template("{{ args.html|striptags }}").render({"args": {"html": html}}) == expected
 
 
+@pytest.mark.parametrize("text", ["", "one", "Hello, wörld! it's 3 o'clock", "  a\tb\nc  ", "__x__ y_z 42"])
+def test_wordcount_matches_jinja(text):
+    """The word-at-a-time wordcount gives Jinja's count."""
+    expected = Environment().from_string("{{ text|wordcount }}").render(text=text)
+    assert compile_template("{{ args.text|wordcount }}").render({"args": {"text": text}}) == expected
+
+
 def test_striptags_of_many_tags_finishes():
     """A text of 100,000 tags is stripped (one pass) rather than copied once per tag."""
     template = compile_template("{{ args.html|striptags|length }}")
