@@ -302,14 +302,13 @@ class Turn:
             if answer.offered is None:
                 return error_result(answer.call.name, answer.refusal or "")
             async with limit:
-                return await invoke(self.catalog, answer.offered.tool.id, answer.arguments, self.context(answer.call))
+                return await invoke(self.catalog, answer.offered.tool.id, answer.arguments, self.context(answer.call.id))
 
         return list(await asyncio.gather(*(one(a) for a in answers)))
 
-    def context(self, call: ToolCall) -> CallContext:
+    def context(self, call_id: str, side: str = "server") -> CallContext:
         return CallContext(conversation_id=self.request.conversation_id, user=self.request.user,
-                           tool_call_id=call.id, side="server", metadata=dict(self.request.metadata),
-                           surface="chat")
+                           tool_call_id=call_id, side=side, metadata=dict(self.request.metadata), surface="chat")
 
     async def accept_results(self) -> list[ToolExecution]:
         """Take the caller's results for the calls of the last assistant message, when the request ends with them.
@@ -358,11 +357,8 @@ class Turn:
                 result = error_result(name, str(exc), "client")
         if tool is not None and "client" in tool.executors:
             # The caller ran a gateway tool: its result passes out through the tool's filters like any other.
-            context = CallContext(conversation_id=self.request.conversation_id, user=self.request.user,
-                                  tool_call_id=call["id"], side="client", metadata=dict(self.request.metadata),
-                                  surface="chat")
             given = arguments if isinstance(arguments, dict) else {}
-            result = await filter_result(self.catalog, name, given, context, result)
+            result = await filter_result(self.catalog, name, given, self.context(call["id"], "client"), result)
         return tool_message(call["id"], result), ToolExecution.of(call["id"], arguments, result, self.rounds,
                                                                   timed=False)
 
