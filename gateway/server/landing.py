@@ -13,7 +13,6 @@ request's Host header). It loads nothing and runs no script; its Content-Securit
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -24,6 +23,7 @@ from starlette.routing import Match, Route
 from ..runtime import Gateway
 from .auth import Caller, authenticate
 from .errors import json_response
+from .release import release as current_release
 
 ADMIN_CONSOLE = "/admin/"
 HEADERS = {"Vary": "Accept", "Cache-Control": "no-cache"}
@@ -93,7 +93,7 @@ def _view(gateway: Gateway, caller: Caller, request: Request) -> dict[str, Any]:
     if not auth or caller.key is not None:  # with auth on, nothing of the catalog (or the release) without a key
         snapshot = gateway.catalog
         catalog = {"version": snapshot.version, "tools": sum(map(caller.may_use, snapshot.tools.values()))}
-        release = _release()
+        release = current_release()
     return {
         "product": "tool-gateway",
         "release": release,
@@ -155,10 +155,3 @@ def _quality(params: list[str]) -> float:
             except ValueError:
                 return 0.0
     return 1.0
-
-
-def _release() -> str | None:
-    try:
-        return version("tool-gateway")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return None

@@ -27,7 +27,6 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import anyio
@@ -59,6 +58,7 @@ from ..runtime import Gateway
 from .auth import SCOPE_KEY, Caller, authenticate, unknown_tool
 from .bodies import parse_json, read_body
 from .errors import dumps, gateway_error
+from .release import release
 
 log = logging.getLogger("gateway.mcp")
 PAGE_SIZE = 500
@@ -67,10 +67,7 @@ CONVERSATION_META = "gateway/conversation_id"
 
 
 def _version() -> str:
-    try:
-        return version("tool-gateway")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "0"
+    return release() or "0"
 
 
 class _GatewayServer(Server[Any]):
