@@ -70,6 +70,16 @@ _Loader.add_constructor("tag:yaml.org,2002:int", _bounded(_Loader.construct_yaml
 _Loader.add_constructor("tag:yaml.org,2002:float", _bounded(_Loader.construct_yaml_float))
 
 
+def _not_json(loader: _Loader, node: yaml.Node) -> Any:
+    # bytes and sets would load, then fail every JSON encoding of the tool (its listing, its schema's digest).
+    raise yaml.constructor.ConstructorError(None, None, f"a {node.tag.rsplit(':', 1)[-1]} value has no JSON form",
+                                            node.start_mark)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:binary", _not_json)
+_Loader.add_constructor("tag:yaml.org,2002:set", _not_json)
+
+
 @dataclass(eq=False)
 class YamlDocument:
     file: str  # the path shown in messages (relative to the definitions directory)

@@ -152,3 +152,13 @@ def test_an_overlong_number_is_a_problem_at_its_line(tmp_path, value):
     assert any(row.startswith("num.yaml:7:") and "number" in row for row in done.stderr.splitlines()), \
         done.stderr[-2000:]
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("tagged", ["!!binary QUFB", "!!set {a, b}"])
+def test_a_value_json_cannot_hold_is_a_problem_at_its_line(tmp_path, tagged):
+    """A YAML tag that builds bytes or a set (which no JSON answer can carry) is a problem at its line, not a
+    schema that fails later when tools are listed."""
+    text = "tools:\n" + TOOL.format(id="tag") + f"    input_schema: {{type: object, examples: [{tagged}]}}\n"
+    write(tmp_path, "tag.yaml", text)
+    problems = load_definitions(tmp_path).problems
+    assert any((p.file, p.line) == ("tag.yaml", 7) and "JSON" in p.message for p in problems), problems
