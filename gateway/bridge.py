@@ -113,7 +113,7 @@ class Bridge:
         """Take a frame from the page: the answer to one of its pending calls. Anything else is dropped."""
         try:
             message = json.loads(frame)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested deeper than the parser recurses: not an answer either
             log.debug("bridge: dropped a frame that is not JSON")
             return
         if not isinstance(message, dict) or message.get("type") not in ("result", "error"):
