@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import httpx
@@ -71,6 +71,7 @@ class Gateway:
         # What a build reuses from the builds before it: handed to each build as it is started, replaced when a
         # build is abandoned (it may still be running, and caches serve one build at a time).
         self._caches = (DefinitionsCache(), BuildCache())
+        self._handed = threading.local()  # in a build's thread: the caches it was handed
         self._abandoned: list[Future[Catalog]] = []  # timed-out builds, until their threads end
         self._listeners: list[Listener] = []
         self._lock = asyncio.Lock()
@@ -94,11 +95,17 @@ class Gateway:
         return self._http
 
     def _start_build(self) -> Future[Catalog]:
-        # The caches are taken here: a build abandoned before its thread ran never sees its successor's.
-        return daemon.start(partial(self._build, *self._caches), "gateway-build")
+        caches = self._caches  # taken here: a build abandoned before its thread ran never sees its successor's
 
-    def _build(self, loaded: DefinitionsCache, built: BuildCache) -> Catalog:
+        def run() -> Catalog:
+            self._handed.caches = caches
+            return self._build()
+
+        return daemon.start(run, "gateway-build")
+
+    def _build(self) -> Catalog:
         """Load and build from disk, in a build thread, with the caches that build was handed."""
+        loaded, built = getattr(self._handed, "caches", self._caches)
         env = BuildEnv(settings=self.settings, root=self.settings.definitions, http_client=self.http_client,
                        bridge=self)
         definitions, plugins = load_all(self.settings, loaded)

@@ -130,12 +130,12 @@ async def test_abandoned_build_finishing_late_changes_nothing(defs):
     class Stalling(Gateway):
         stall = False
 
-        def _build(self, *caches):
+        def _build(self):
             if not self.stall:
-                return super()._build(*caches)
+                return super()._build()
             self.stall = False
             try:
-                old = super()._build(*caches)  # the files before the edit, with the caches this build was handed
+                old = super()._build()  # the files before the edit, with the caches this build was handed
                 release.wait(30)
                 return old
             finally:
@@ -168,7 +168,7 @@ def test_gateway_without_a_first_catalog_in_time_raises_definitions_invalid(defs
     release = threading.Event()
 
     class Hanging(Gateway):
-        def _build(self, *caches):
+        def _build(self):
             release.wait(30)
             raise RuntimeError("released after the test: builds nothing")  # imports would reach the next test
 
