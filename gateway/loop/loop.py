@@ -57,7 +57,8 @@ from .request import ChatRequest, InvalidRequest
 from .trace import ToolExecution
 
 PARAGRAPH = "\n\n"  # between the texts of successive rounds
-# A latest user message longer than this has its offer rules matched in a worker thread (see ChatLoop.turn).
+# Offer rules that would read more characters than this in all (the latest user message's, once per rule) are
+# matched in a worker thread (see ChatLoop.turn).
 INLINE_OFFER_CHARS = 2_000
 
 
@@ -110,10 +111,11 @@ class ChatLoop:
                    caller_name: str | None = None) -> Turn:
         """Prepare one request of a turn: everything that can be refused (``InvalidRequest``, ``UnknownModel``)
         is refused here."""
-        if len(request.latest_user_text) > INLINE_OFFER_CHARS:
+        rules = sum(1 for tool in catalog.tools.values() if tool.definition.offer)
+        if len(request.latest_user_text) * max(rules, 1) > INLINE_OFFER_CHARS:
             # Offer rules are matched in linear time, but a long message times many rules still adds up (RE2 at
-            # its slowest allowed pattern: ~100 ms per rule over 20,000 characters); RE2 releases the GIL, so a
-            # worker thread keeps the event loop free.
+            # its slowest allowed pattern: ~100 ms per rule over 20,000 characters, ~7 ms over 2,000); RE2
+            # releases the GIL, so a worker thread keeps the event loop free.
             turn = await asyncio.to_thread(Turn, self, catalog, request, caller, caller_name)
         else:
             turn = Turn(self, catalog, request, caller, caller_name)

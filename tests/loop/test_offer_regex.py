@@ -163,3 +163,22 @@ def test_a_long_message_reads_the_remembered_handoffs_on_the_event_loop(tmp_path
 
     assert response.status_code == 200
     assert threads and not any(name.startswith("asyncio_") for name in threads), threads
+
+
+def test_many_rules_over_a_shorter_message_are_matched_off_the_event_loop(tmp_path, endpoint, llm, monkeypatch):
+    """What leaves the event loop is the characters times the rules: 1,000 characters under 3 rules do too."""
+    threads: list[str] = []
+    original = offer.offered_for
+
+    def recording(tool, message):
+        threads.append(threading.current_thread().name)
+        return original(tool, message)
+
+    monkeypatch.setattr(offer, "offered_for", recording)
+    rules = [(f"ruled_{n}", CATASTROPHIC) for n in range(3)]
+    ep = endpoint(write_definitions(tmp_path / "defs", *rules))
+    llm.answer(Reply(content="done"))
+    response = ep.post({"messages": [{"role": "user", "content": "a" * 1_000}], "gateway": {"toolsets": ["offer"]}})
+
+    assert response.status_code == 200
+    assert threads and all(name.startswith("asyncio_") for name in threads), threads
