@@ -18,6 +18,7 @@ value nested hundreds of levels deep would otherwise exhaust the recursion of th
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -31,18 +32,23 @@ MAX_ARGUMENT_DEPTH = 64
 """How deeply objects and arrays may nest in a call's arguments; the arguments object itself is level 1."""
 
 
-def deeper_than(value: Any, limit: int) -> bool:
-    """Whether objects and arrays nest more than ``limit`` levels in ``value``; walked level by level, without
-    recursion, and stopped as soon as the limit is passed."""
-    level = [value] if isinstance(value, (dict, list)) else []
+def shape_problem(value: Any, limit: int) -> str | None:
+    """What makes ``value`` no argument a JSON Schema can judge, else None: objects and arrays nested more than
+    ``limit`` levels, or a number JSON cannot hold (``1e999`` and ``NaN`` parse as inf and nan in Python, and a
+    schema's ``type: number`` accepts them). One walk, level by level, without recursion."""
+    level = [value]
     depth = 0
     while level:
+        if any(item.__class__ is float and not math.isfinite(item) for item in level):
+            return "a number is not finite (JSON has no Infinity or NaN)"
+        level = [item for item in level if isinstance(item, (dict, list))]
+        if not level:
+            return None
         depth += 1
         if depth > limit:
-            return True
-        level = [child for item in level for child in (item.values() if isinstance(item, dict) else item)
-                 if isinstance(child, (dict, list))]
-    return False
+            return f"objects and arrays are nested more than {limit} levels deep (the limit is {limit})"
+        level = [child for item in level for child in (item.values() if isinstance(item, dict) else item)]
+    return None
 
 
 def json_path(parts: Any) -> str:

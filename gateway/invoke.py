@@ -29,7 +29,7 @@ from typing import Any
 
 from jsonschema.exceptions import relevance
 
-from .argerrors import MAX_ARGUMENT_DEPTH, deeper_than, describe, describe_errors
+from .argerrors import MAX_ARGUMENT_DEPTH, describe, describe_errors, shape_problem
 from .catalog import Catalog, Tool
 from .context import CallContext
 from .definitions import Scope
@@ -100,9 +100,9 @@ def _single_parameter(tool: Tool) -> str | None:
 
 
 def validate_arguments(tool: Tool, arguments: dict[str, Any]) -> None:
-    if deeper_than(arguments, MAX_ARGUMENT_DEPTH):
-        raise ArgumentsInvalid(f"Invalid arguments for tool '{tool.id}': objects and arrays are nested more than "
-                               f"{MAX_ARGUMENT_DEPTH} levels deep (the limit is {MAX_ARGUMENT_DEPTH}).")
+    problem = shape_problem(arguments, MAX_ARGUMENT_DEPTH)
+    if problem is not None:
+        raise ArgumentsInvalid(f"Invalid arguments for tool '{tool.id}': {problem}.")
     if tool.fast_check is not None and tool.fast_check(arguments):
         return
     errors = sorted(tool.validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))

@@ -179,3 +179,11 @@ async def test_arguments_at_the_depth_limit_are_accepted(catalog):
     value = _nested(MAX_ARGUMENT_DEPTH - 1)
     result = await invoke(catalog, "echo", {"value": value})
     assert not result.is_error and result.value == value
+
+
+@pytest.mark.parametrize("number", [float("inf"), float("-inf"), float("nan")], ids=["inf", "-inf", "nan"])
+async def test_a_number_json_cannot_hold_is_an_argument_error(catalog, number):
+    """`1e999` parses as inf (and an MCP or model argument may carry NaN): refused as an argument, not passed to
+    the tool to come back as a result that is not JSON."""
+    result = await invoke(catalog, "echo", {"value": {"deep": [number]}})
+    assert result.is_error and "a number is not finite" in result.error

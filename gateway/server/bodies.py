@@ -68,7 +68,12 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
+def _no_constant(name: str) -> Any:
+    # Python's json reads NaN, Infinity and -Infinity, which are not JSON: nothing downstream could send them on.
+    raise ValueError(f"{name} is not a JSON value")
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_no_constant)
 
 
 def parse_json(body: bytes) -> Any:

@@ -201,6 +201,13 @@ def test_duplicate_keys_in_a_call_body_are_a_400_naming_the_key(hostile, body):
     assert f"duplicate key '{key}'" in answer.json()["error"]
 
 
+@pytest.mark.parametrize("body", [b'{"s": NaN}', b'{"s": [Infinity]}', b'-Infinity'])
+def test_nan_and_infinity_tokens_are_a_400(hostile, body):
+    """Python's json reads NaN and Infinity, which are not JSON: a body holding them is refused with a 400."""
+    answer = httpx.post(f"{hostile.url}/tools/echo/call", content=body)
+    assert answer.status_code == 400 and "is not a JSON value" in answer.json()["error"]
+
+
 # -- F6: MCP request ids ------------------------------------------------------------------------------------
 
 
