@@ -86,7 +86,8 @@ def test_python_dash_m_runs_the_cli(module):
 # unknown key makes every command exit 2 before it does anything else.
 BAD_SETTINGS = "definitons: x\n"
 VERBS = (("serve", str(EXAMPLES)), ("validate", str(EXAMPLES)), ("list", str(EXAMPLES)),
-         ("call", "square_root", "{}"), ("export", str(EXAMPLES), "-f", "openai"), ("chat", "hello"))
+         ("call", "square_root", "{}"), ("export", str(EXAMPLES), "-f", "openai"), ("plugins",),
+         ("chat", "hello"))
 
 
 def test_every_global_option_is_tested_in_both_positions():
@@ -94,6 +95,16 @@ def test_every_global_option_is_tested_in_both_positions():
     from gateway.cli import GLOBAL_OPTIONS
 
     assert set(GLOBAL_OPTIONS) == {"--settings"}
+
+
+def test_every_command_is_tested_with_the_global_options():
+    """VERBS holds every command the parser has, so the position test covers each of them."""
+    import argparse
+
+    from gateway.cli import _parser
+
+    [commands] = [action for action in _parser()._actions if isinstance(action, argparse._SubParsersAction)]
+    assert set(commands.choices) == {verb[0] for verb in VERBS}
 
 
 @pytest.mark.parametrize("verb", VERBS, ids=[verb[0] for verb in VERBS])
