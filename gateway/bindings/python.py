@@ -49,7 +49,6 @@ def trusted_function(target: str, env: BuildEnv) -> Any:
     module = env.memo[key]
     if isinstance(module, str):
         return module
-    trusted = (env.package, *env.settings.allowed_packages) if env.package else env.settings.allowed_packages
     function = getattr(module, attribute, None)
     if function is None:
         return f"module '{module_name}' has no attribute '{attribute}'"
@@ -57,7 +56,7 @@ def trusted_function(target: str, env: BuildEnv) -> Any:
         return f"'{target}' is not callable (it is {type(function).__name__})"
     origin = _defined_in(function)
     local = not env.package and _is_local_module(origin, python_dir)
-    if not (local or _allowed(origin or "", trusted)):
+    if not (local or _allowed(origin or "", _trusted_packages(env))):
         # A trusted module may import anything (`from subprocess import run`): what runs must be trusted too.
         where = f"the plugin's package '{env.package}'" if env.package else f"{PYTHON_DIR}/"
         return (f"'{target}' is defined in module '{origin}', which is not allowed: name the function where it is "
@@ -136,7 +135,7 @@ def _import_plugin(module_name: str, python_dir: Path, env: BuildEnv) -> ModuleT
     allowed one; never from <definitions>/python/, whose modules may share its names."""
     if _is_local(python_dir, module_name):
         module_name = f"{env.modules}.{PYTHON_DIR}.{module_name}"
-    elif not _allowed(module_name, (env.package, *env.settings.allowed_packages)):
+    elif not _allowed(module_name, _trusted_packages(env)):
         return (f"module '{module_name}' is not allowed: a plugin names modules in its {PYTHON_DIR}/ or its package "
                 f"'{env.package}' (or an allowed package)")
     refresh_plugin_modules(env.package, env.python_digest)
@@ -167,6 +166,11 @@ def _defined_in(function: Any) -> str | None:
 def _is_local_module(name: str | None, python_dir: Path) -> bool:
     file = getattr(sys.modules.get(name or ""), "__file__", None)
     return bool(file) and Path(file).resolve().is_relative_to(python_dir)
+
+
+def _trusted_packages(env: BuildEnv) -> tuple[str, ...]:
+    """The packages whose code is trusted besides ``<definitions>/python/``: a plugin's own, and the allowed ones."""
+    return (env.package, *env.settings.allowed_packages) if env.package else env.settings.allowed_packages
 
 
 def _allowed(module_name: str, allowed_packages: tuple[str, ...]) -> bool:
