@@ -71,10 +71,7 @@ def parse_arguments(tool: Tool, raw: Any) -> dict[str, Any]:
     value = raw
     text = raw.decode() if isinstance(raw, bytes) else raw
     if isinstance(raw, (str, bytes)):
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = text  # a bare string, as the seed's tools accept
+        value = json_value(text)  # not JSON: a bare string, as the seed's tools accept
     if isinstance(value, dict):
         return value
     single = _single_parameter(tool)
@@ -117,7 +114,7 @@ def json_value(value: Any) -> Any:
         return value
     try:
         return json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than the C parser recurses: text, like any non-JSON
         return value
 
 

@@ -124,3 +124,14 @@ async def test_a_result_nested_within_the_limit_is_served(with_executor):
     result = await invoke(with_executor(returns_deep), "noop", {})
 
     assert not result.is_error and result.value == deep
+
+
+async def test_arguments_text_nested_too_deep_to_parse_is_an_argument_error(with_executor):
+    """A JSON string of arguments nested deeper than the parser recurses is refused as arguments, not blamed on
+    the tool as an internal error."""
+    async def never(arguments, context):
+        raise AssertionError("the tool must not run")
+
+    result = await invoke(with_executor(never), "noop", "[" * 5000 + "]" * 5000)
+
+    assert result.is_error and "Invalid arguments" in result.text and "internal error" not in result.text

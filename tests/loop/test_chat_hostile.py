@@ -71,3 +71,15 @@ def test_a_client_leaving_mid_body_leaves_no_error_in_the_log(ep, caplog):
     loud = [r for r in caplog.records if r.levelno > logging.DEBUG and r.name.startswith(("gateway", "uvicorn"))]
     assert loud == [], [r.getMessage() for r in loud]
     assert not any(r.exc_info for r in caplog.records)
+
+
+def test_a_caller_result_nested_too_deep_to_parse_is_kept_as_text(endpoint, defs, llm):
+    """A handed-back tool result nested deeper than JSON parsing recurses is a result (its text), not a 500."""
+    ep = endpoint(defs)
+    llm.answer(Reply(content="done"))
+    deep = "[" * 5000 + "]" * 5000
+    call = {"id": "c1", "type": "function", "function": {"name": "fill_field", "arguments": "{}"}}
+    response = ep.post({"model": "default", "messages": [
+        {"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": deep}]})
+    assert response.status_code == 200, response.text
