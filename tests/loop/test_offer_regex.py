@@ -126,11 +126,9 @@ def test_rules_see_the_first_characters_of_the_message_only(tmp_path):
     assert offered_for(tool, "x" * MAX_MATCHED_CHARS + " booking") is False
 
 
-@pytest.mark.parametrize(("length", "off_the_loop"), [(100, False), (10_000, True)])
-def test_offer_rules_of_a_long_message_are_matched_off_the_event_loop(tmp_path, endpoint, llm, monkeypatch, length,
-                                                                      off_the_loop):
-    """A short message has its offer rules matched inline; a long one in a worker thread, so many rules over a
-    long message never hold the event loop (whose thread is the one answering the request)."""
+@pytest.fixture
+def matching_threads(monkeypatch) -> list[str]:
+    """The names of the threads offer rules are matched in, one per rule checked, for the test's requests."""
     threads: list[str] = []
     original = offer.offered_for
 
@@ -139,6 +137,15 @@ def test_offer_rules_of_a_long_message_are_matched_off_the_event_loop(tmp_path, 
         return original(tool, message)
 
     monkeypatch.setattr(offer, "offered_for", recording)
+    return threads
+
+
+@pytest.mark.parametrize(("length", "off_the_loop"), [(100, False), (10_000, True)])
+def test_offer_rules_of_a_long_message_are_matched_off_the_event_loop(tmp_path, endpoint, llm, matching_threads,
+                                                                      length, off_the_loop):
+    """A short message has its offer rules matched inline; a long one in a worker thread, so many rules over a
+    long message never hold the event loop (whose thread is the one answering the request)."""
+    threads = matching_threads
     ep = endpoint(write_definitions(tmp_path / "defs", ("ruled", CATASTROPHIC)))
     llm.answer(Reply(content="done"))
     response = ep.post({"messages": [{"role": "user", "content": "a" * length}], "gateway": {"toolsets": ["offer"]}})
@@ -165,16 +172,9 @@ def test_a_long_message_reads_the_remembered_handoffs_on_the_event_loop(tmp_path
     assert threads and not any(name.startswith("asyncio_") for name in threads), threads
 
 
-def test_many_rules_over_a_shorter_message_are_matched_off_the_event_loop(tmp_path, endpoint, llm, monkeypatch):
+def test_many_rules_over_a_shorter_message_are_matched_off_the_event_loop(tmp_path, endpoint, llm, matching_threads):
     """What leaves the event loop is the characters times the rules: 1,000 characters under 3 rules do too."""
-    threads: list[str] = []
-    original = offer.offered_for
-
-    def recording(tool, message):
-        threads.append(threading.current_thread().name)
-        return original(tool, message)
-
-    monkeypatch.setattr(offer, "offered_for", recording)
+    threads = matching_threads
     rules = [(f"ruled_{n}", CATASTROPHIC) for n in range(3)]
     ep = endpoint(write_definitions(tmp_path / "defs", *rules))
     llm.answer(Reply(content="done"))
