@@ -21,6 +21,7 @@ from .bindings import BindingProblems, BuildEnv, Executor, builder
 from .buildcache import BuildCache
 from .definitions import Definitions
 from .errors import DefinitionsInvalid, Problem, UnknownTool
+from .events import NULL_BUS, EventBus
 from .fastcheck import Check, compile_check
 from .filters import FilterChains, build_chains
 from .schemas import compile_validator
@@ -104,6 +105,7 @@ class Catalog:
     warnings: tuple[Problem, ...] = ()
     filters: FilterChains = field(default_factory=lambda: FilterChains({}))  # every tool's, outermost first
     plugins: tuple[Plugin, ...] = ()  # the plugins it serves tools of
+    events: EventBus = NULL_BUS  # where calls on this catalog are told (gateway.events)
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
     # Re-entrant: a memoised value may be built from other memoised values (a listing from per-tool entries).
     _memo_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -175,7 +177,7 @@ def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | 
     if problems:
         raise DefinitionsInvalid(sorted(problems, key=lambda p: (p.file, p.line, p.column)))
     return Catalog(tools, version.hexdigest()[:16], definitions.root, settings, tuple(env.warnings), filters,
-                   tuple(p.plugin for p in plugins))
+                   tuple(p.plugin for p in plugins), env.events)
 
 
 def _plugin_env(loaded: PluginDefinitions, env: BuildEnv, cache: BuildCache) -> BuildEnv:

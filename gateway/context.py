@@ -22,6 +22,8 @@ class CallContext:
     session: str | None = None  # browser bridge session that may execute client tools
     metadata: dict[str, Any] = field(default_factory=dict)
     surface: str | None = None  # what the call came in by: "rest", "mcp", "chat", "cli" (filters may ask)
+    caller: str | None = None  # the name of the API key the call came with (None with auth off)
+    traceparent: str | None = None  # the caller's W3C trace context, when it sent one
 
     def value(self, name: str, tool_id: str) -> Any:
         """The value injected into a parameter called ``name``."""

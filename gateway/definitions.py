@@ -141,9 +141,17 @@ def _definition(raw: dict[str, Any], document: YamlDocument, index: int) -> Tool
         offer=raw.get("offer"),
         return_schema=raw.get("return_schema"),
         filters=tuple(raw["filters"]) if isinstance(raw.get("filters"), list) else (),
+        audit_arguments=_mapping(raw.get("audit")).get("arguments", True) is not False,
+        slo=raw["slo"] if isinstance(raw.get("slo"), dict) else None,
+        examples=tuple(e for e in raw["examples"] if isinstance(e, dict)) if isinstance(raw.get("examples"), list)
+        else (),
         document=document,
         index=index,
     )
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _labels(value: Any) -> tuple[str, ...]:

@@ -67,14 +67,15 @@ class ToolError(GatewayError):
     """Raise it from a tool to send its message to the LLM as an error result."""
 
     status = 200
+    outcome = "error"  # the call's outcome in events, metrics and the audit trail (gateway.events.CALL_OUTCOMES)
 
 
 class ArgumentsInvalid(ToolError):
-    pass
+    outcome = "invalid_arguments"
 
 
 class ToolTimeout(ToolError):
-    pass
+    outcome = "timeout"
 
 
 class UnknownTool(GatewayError):

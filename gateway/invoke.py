@@ -20,7 +20,6 @@ import json
 import logging
 import math
 import time
-import uuid
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from .catalog import Catalog, Tool
 from .context import CallContext
 from .definitions import Scope
 from .errors import ArgumentsInvalid, ToolError, ToolTimeout
+from .events import CallActivity, current_call, new_call_id
 from .filter_call import Filter, FilterCall
 from .schemas import json_type
 from .surrogates import LONE, replace_lone, scrub
@@ -53,6 +53,8 @@ class ToolResult:
     duration_s: float = 0.0
     truncated: bool = False
     structured: bool = False  # the tool has an output schema and ``value`` passed it
+    # Why an error is one (gateway.events.CALL_OUTCOMES); "" for a result a filter made: judged by is_error.
+    outcome: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """The REST shape: ``{"tool", "is_error", "result", "text"}`` plus ``error`` on failure."""
@@ -127,26 +129,47 @@ def choose_side(tool: Tool, context: CallContext) -> str:
 
 async def invoke(catalog: Catalog, tool_id: str, raw_arguments: Any = None,
                  context: CallContext | None = None) -> ToolResult:
+    """Run one call and tell it to the catalog's event stream (``gateway.events``): begun, then ended with its
+    outcome; the call id names it in every log line and in an internal error's reference."""
     tool = catalog.get(tool_id)  # UnknownTool propagates: there is no tool to answer for
     context = context or CallContext()
-    started = time.perf_counter()
     side = choose_side(tool, context)
+    call = CallActivity("call", id=new_call_id(), tool=tool.id, surface=context.surface or "", caller=context.caller,
+                        user=context.user, version=catalog.version, side=side, arguments=raw_arguments,
+                        audit_arguments=tool.definition.audit_arguments, traceparent=context.traceparent,
+                        conversation_id=context.conversation_id)
+    events = catalog.events
+    token = current_call.set(call)
+    events.begin(call)
+    try:
+        result = await _call(catalog, tool, raw_arguments, context, side, call)
+    except asyncio.CancelledError:  # the caller went away: the call ends with it
+        events.end(call, "cancelled")
+        raise
+    finally:
+        current_call.reset(token)
+    result = dataclasses.replace(result, duration_s=time.perf_counter() - call.started)
+    call.result, call.result_chars, call.truncated, call.error = result, len(result.text), result.truncated, result.error
+    events.end(call, result.outcome or ("error" if result.is_error else "ok"))
+    return result
+
+
+async def _call(catalog: Catalog, tool: Tool, raw_arguments: Any, context: CallContext, side: str,
+                call: CallActivity) -> ToolResult:
     filters = catalog.filters.of(tool.id)
     try:
-        arguments = parse_arguments(tool, raw_arguments)
+        arguments = call.arguments = parse_arguments(tool, raw_arguments)
         validate_arguments(tool, arguments)  # before the filters: they see valid arguments
         if filters:
-            result = await _filtered(catalog, FilterCall(tool, arguments, context, side), filters,
-                                     partial(_innermost, catalog))
-        else:
-            result = await _run(catalog, tool, arguments, context, side)
+            return await _filtered(catalog, FilterCall(tool, arguments, context, side), filters,
+                                   partial(_innermost, catalog))
+        return await _run(catalog, tool, arguments, context, side)
     except ToolError as exc:
-        result = error_result(tool.id, str(exc), side)
-    except asyncio.CancelledError:  # the caller went away: the call ends with it
+        return error_result(tool.id, str(exc), side, exc.outcome)
+    except asyncio.CancelledError:
         raise
     except BaseException as exc:  # noqa: BLE001 — the tool's own bug, logged by _failure
-        result = _failure(exc, f"Tool '{tool.id}'", tool.id, side)
-    return dataclasses.replace(result, duration_s=time.perf_counter() - started)
+        return _failure(exc, f"Tool '{tool.id}'", tool.id, side)
 
 
 def _timeout(tool: Tool, catalog: Catalog) -> float:
@@ -183,7 +206,7 @@ async def filter_result(catalog: Catalog, tool_id: str, arguments: dict[str, Any
     try:
         return await _filtered(catalog, FilterCall(tool, arguments, context, result.side), filters, answered)
     except ToolError as exc:  # the onion's timeout
-        return error_result(tool.id, str(exc), result.side)
+        return error_result(tool.id, str(exc), result.side, exc.outcome)
 
 
 async def _filtered(catalog: Catalog, call: FilterCall, filters: tuple[Filter, ...],
@@ -234,7 +257,7 @@ async def _answer(step: Awaitable[ToolResult], who: str, call: FilterCall) -> To
     try:
         return await step
     except ToolError as exc:
-        return error_result(call.tool.id, str(exc), call.side)
+        return error_result(call.tool.id, str(exc), call.side, exc.outcome)
     except asyncio.CancelledError:
         raise
     except BaseException as exc:  # noqa: BLE001 — a filter's or the tool's own bug, logged by _failure
@@ -244,10 +267,12 @@ async def _answer(step: Awaitable[ToolResult], who: str, call: FilterCall) -> To
 def _failure(exc: BaseException, who: str, tool_id: str, side: str) -> ToolResult:
     """The tool's (or a filter's) own bug: log its internals, tell the LLM only that it failed. Called from an
     ``except BaseException``: an executor's SystemExit, KeyboardInterrupt or GeneratorExit is a failure too,
-    never the server's exit."""
-    reference = uuid.uuid4().hex[:8]
+    never the server's exit. The reference is the call's id, which its log lines carry too."""
+    call = current_call.get()
+    reference = call.id if call is not None else new_call_id()
     log.exception("%s failed [ref %s]", who, reference)
-    return error_result(tool_id, f"{who} failed with an internal error ({type(exc).__name__}); ref {reference}.", side)
+    return error_result(tool_id, f"{who} failed with an internal error ({type(exc).__name__}); ref {reference}.", side,
+                        "failed")
 
 
 _slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[int, asyncio.Semaphore]] = \
@@ -263,9 +288,9 @@ def _call_slots(limit: int) -> asyncio.Semaphore:
     return known[1]
 
 
-def error_result(tool_id: str, message: str, side: str = "server") -> ToolResult:
+def error_result(tool_id: str, message: str, side: str = "server", outcome: str = "error") -> ToolResult:
     message = replace_lone(message)  # an upstream's error text may hold what no client can decode
-    return ToolResult(tool=tool_id, is_error=True, value=None, text=message, error=message, side=side)
+    return ToolResult(tool=tool_id, is_error=True, value=None, text=message, error=message, side=side, outcome=outcome)
 
 
 def normalise(tool: Tool, value: Any, side: str, max_chars: int) -> ToolResult:

@@ -31,6 +31,7 @@ from .buildcache import BuildCache
 from .catalog import Catalog, build_catalog
 from .definitions import DefinitionsCache
 from .errors import DefinitionsInvalid, Problem
+from .events import EventBus
 from .settings import Settings
 from .sources import load_all
 from .upstream import new_client
@@ -67,6 +68,7 @@ class Gateway:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.bridge: Any = None  # gateway.bridge.Bridge, set by the server when it starts
+        self.events = EventBus()  # calls, reloads and admin actions, told to metrics, audit, traces (gateway.events)
         self._http: httpx.AsyncClient | None = None
         # What a build reuses from the builds before it: handed to each build as it is started, replaced when a
         # build is abandoned (it may still be running, and caches serve one build at a time).
@@ -107,7 +109,7 @@ class Gateway:
         """Load and build from disk, in a build thread, with the caches that build was handed."""
         loaded, built = getattr(self._handed, "caches", self._caches)
         env = BuildEnv(settings=self.settings, root=self.settings.definitions, http_client=self.http_client,
-                       bridge=self)
+                       bridge=self, events=self.events)
         definitions, plugins = load_all(self.settings, loaded)
         return build_catalog(definitions, self.settings, env, built, plugins)
 
@@ -149,13 +151,14 @@ class Gateway:
                 where = str(self.settings.definitions)
                 return self._failed((Problem(where, 1, 1, f"reload failed: {type(exc).__name__}: {exc}"),), started)
             changed = catalog.version != self.catalog.version
+            before = self.catalog
             if changed:
                 self.catalog = catalog
             if not self.last_reload.ok:
                 log.info("reload ok: the problem(s) of the previous reload are gone")
             outcome = ReloadOutcome(True, changed, self.catalog.version, warnings=catalog.warnings,
                                     duration_s=time.perf_counter() - started)
-            self.last_reload = outcome
+            self._record(outcome, before)
             if not changed:
                 return outcome
             # Taken before the build lock is let go, so listeners hear of catalogs in the order they were served.
@@ -186,8 +189,19 @@ class Gateway:
                 log.error("reload failed: %s", problem)
         outcome = ReloadOutcome(False, False, self.catalog.version, problems, duration_s=time.perf_counter() - started,
                                 timed_out=timed_out)
-        self.last_reload = outcome
+        self._record(outcome, self.catalog)
         return outcome
+
+    def _record(self, outcome: ReloadOutcome, before: Catalog) -> None:
+        """The outcome becomes ``last_reload`` and a ``reload`` event, with the tools it added, removed, changed."""
+        self.last_reload = outcome
+        now = self.catalog
+        old, new = set(before.tools), set(now.tools)
+        self.events.emit("reload", ok=outcome.ok, changed=outcome.changed, version=outcome.version,
+                         tools=len(now.tools), duration_s=outcome.duration_s, timed_out=outcome.timed_out,
+                         problems=[str(p) for p in outcome.problems],
+                         added=sorted(new - old), removed=sorted(old - new),
+                         modified=sorted(t for t in new & old if now.tools[t] is not before.tools[t]))
 
     async def execute(self, session: str, tool_id: str, arguments: dict[str, Any], context: Any) -> Any:
         """Browser bindings call this; the live bridge does the work once the server has attached one."""

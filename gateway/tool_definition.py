@@ -50,6 +50,12 @@ class ToolDefinition:
     return_schema: str | None = None
     # Invocation filters declared on the tool, as written ("module:function", {use, with}, or a built-in's name).
     filters: tuple[Any, ...] = ()
+    # Whether the audit trail records the arguments themselves (``audit: {arguments: false}``: digest and size only).
+    audit_arguments: bool = True
+    # ``slo: {p95_ms, error_rate}`` as written: judged over the SLO window (gateway.observe).
+    slo: Mapping[str, float] | None = None
+    # ``examples: [{title, arguments, expect}]`` as written: console presets, ``tool-gateway test`` cases.
+    examples: tuple[Mapping[str, Any], ...] = ()
     # Where it was declared: the document and the index in its `tools` list.
     document: YamlDocument | None = field(default=None, repr=False)
     index: int = 0

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem
+from ..events import NULL_BUS, EventBus
 
 if TYPE_CHECKING:
     import httpx
@@ -41,6 +42,8 @@ class BuildEnv:
     http_client: Callable[[], httpx.AsyncClient] | None = None
     # Live browser sessions (gateway.bridge); None where no server runs.
     bridge: Any = None
+    # The running gateway's event stream: calls made through the catalog and upstream requests are told to it.
+    events: EventBus = NULL_BUS
     warnings: list[Problem] = field(default_factory=list)
     # Values a binding kind computes once per build rather than once per tool.
     memo: dict[Any, Any] = field(default_factory=dict)

@@ -310,7 +310,8 @@ class Turn:
 
     def context(self, call_id: str, side: str = "server") -> CallContext:
         return CallContext(conversation_id=self.request.conversation_id, user=self.request.user,
-                           tool_call_id=call_id, side=side, metadata=dict(self.request.metadata), surface="chat")
+                           tool_call_id=call_id, side=side, metadata=dict(self.request.metadata), surface="chat",
+                           caller=self.principal[0])
 
     async def accept_results(self) -> list[ToolExecution]:
         """Take the caller's results for the calls of the last assistant message, when the request ends with them.

@@ -296,6 +296,7 @@ def _context(ctx: ServerRequestContext[Any], caller: Caller, meta: Any) -> CallC
         session=session,
         side="client" if session else "server",  # a named page runs scope-all tools
         surface="mcp",
+        caller=caller.name,
     )
 
 

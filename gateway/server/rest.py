@@ -111,6 +111,7 @@ class RestApi:
             session=headers.get("x-gateway-session"),
             side="client" if headers.get("x-gateway-session") else "server",  # a named page runs scope-all tools
             surface="rest",
+            caller=caller.name,
         )
         result = await invoke(catalog, tool.id, arguments, context)
         return Response(dumps(result.as_dict()), media_type="application/json")
