@@ -120,6 +120,9 @@ class Observer:
     def event(self, event: Event) -> None:
         """Something happened."""
 
+    def close(self) -> None:
+        """The gateway stops: release what the observer holds (a file, a thread, an exporter)."""
+
 
 class EventBus:
     """The observers of one gateway. Producers hold the bus; an empty bus costs a truth test per activity."""

@@ -31,7 +31,7 @@ from .buildcache import BuildCache
 from .catalog import Catalog, build_catalog
 from .definitions import DefinitionsCache
 from .errors import DefinitionsInvalid, Problem
-from .events import EventBus
+from .events import EventBus, Observer
 from .settings import Settings
 from .sources import load_all
 from .upstream import new_client
@@ -69,6 +69,7 @@ class Gateway:
         self.settings = settings
         self.bridge: Any = None  # gateway.bridge.Bridge, set by the server when it starts
         self.events = EventBus()  # calls, reloads and admin actions, told to metrics, audit, traces (gateway.events)
+        self.observers: dict[str, Observer] = {}  # its consumers by name (gateway.observe.attach)
         self._http: httpx.AsyncClient | None = None
         # What a build reuses from the builds before it: handed to each build as it is started, replaced when a
         # build is abandoned (it may still be running, and caches serve one build at a time).

@@ -22,6 +22,8 @@ from .errors import GatewayError
 ENV_PREFIX = "TOOL_GATEWAY_"
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")  # what both logging and uvicorn accept
 RETURN_SCHEMA_MODES = ("description", "result", "none")
+LOG_FORMATS = ("text", "json")
+TRACING_MODES = ("auto", "on", "off")
 
 
 class SettingsInvalid(GatewayError):
@@ -45,6 +47,7 @@ class ApiKey:
     toolsets: tuple[str, ...] = ()
     admin: bool = False
     may_assert_user: bool = False
+    metrics: bool = False  # may scrape /metrics (admin keys may too); for a Prometheus server's credentials
 
     def allows(self, tool_toolsets: tuple[str, ...]) -> bool:
         return not self.toolsets or bool(set(self.toolsets) & set(tool_toolsets))
@@ -96,6 +99,18 @@ class Settings:
     toolset_filters: Mapping[str, Any] = field(default_factory=dict)
     # How an LLM learns a tool's return-value schema when the tool does not choose: description | result | none.
     return_schema: str = "none"
+    # Observability (gateway.observe): log lines as text or JSON objects (one per line).
+    log_format: str = "text"
+    # The audit trail: "" off, "-" standard output, else a file (JSON Lines, rotated past audit_max_bytes,
+    # audit_backups old files kept).
+    audit_log: str = ""
+    audit_max_bytes: int = 10_485_760
+    audit_backups: int = 5
+    # Per-tool p50/p95/error rate (and each tool's slo) are judged over the calls of this many seconds.
+    slo_window_s: float = 300.0
+    # OpenTelemetry traces (the [otel] extra, configured by OTEL_* variables): auto = on when an OTEL_ exporter
+    # or endpoint variable is set and the extra is installed.
+    tracing: str = "auto"
 
     @property
     def auth_enabled(self) -> bool:
@@ -149,7 +164,8 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     for name in ("definitions", "host", "port", "reload", "reload_poll", "default_timeout_s", "max_result_chars",
                  "max_body_bytes", "max_concurrent_calls", "bridge_sessions_per_client", "log_level",
                  "max_concurrent_calls_per_tool", "max_file_bytes", "max_yaml_nodes", "reload_timeout_s",
-                 "import_timeout_s", "header_timeout_s", "keepalive_timeout_s", "max_header_bytes", "return_schema"):
+                 "import_timeout_s", "header_timeout_s", "keepalive_timeout_s", "max_header_bytes", "return_schema",
+                 "log_format", "audit_log", "audit_max_bytes", "audit_backups", "slo_window_s", "tracing"):
         if ENV_PREFIX + name.upper() in environ:
             values[name] = environ[ENV_PREFIX + name.upper()]
     for name in ("allowed_packages", "allowed_origins", "allowed_secrets", "plugins"):
@@ -187,9 +203,11 @@ def _coerce(values: dict[str, Any]) -> Settings:
                 changes[name] = value
         except (TypeError, ValueError):
             raise SettingsInvalid(f"setting '{name}': invalid value {value!r}") from None
-    if changes.get("return_schema", "none") not in RETURN_SCHEMA_MODES:
-        raise SettingsInvalid(f"setting 'return_schema': invalid value {changes['return_schema']!r} "
-                              f"(use one of: {', '.join(RETURN_SCHEMA_MODES)})")
+    for name, allowed in (("return_schema", RETURN_SCHEMA_MODES), ("log_format", LOG_FORMATS),
+                          ("tracing", TRACING_MODES)):
+        if name in changes and changes[name] not in allowed:
+            raise SettingsInvalid(f"setting '{name}': invalid value {changes[name]!r} "
+                                  f"(use one of: {', '.join(allowed)})")
     if "log_level" in changes:
         level = str(changes["log_level"]).lower()
         if level not in LOG_LEVELS:
@@ -217,11 +235,11 @@ def _api_key(entry: Any) -> ApiKey:
     if not isinstance(entry, dict) or "name" not in entry or "sha256" not in entry:
         raise SettingsInvalid("each api_keys entry needs 'name' and 'sha256' (the key's SHA-256 hex digest)")
     where = f"api key '{entry['name']}'"
-    unknown = set(entry) - {"name", "sha256", "toolsets", "admin", "may_assert_user"}
+    unknown = set(entry) - {"name", "sha256", "toolsets", "admin", "may_assert_user", "metrics"}
     if unknown:
         raise SettingsInvalid(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
     flags = {}
-    for flag in ("admin", "may_assert_user"):
+    for flag in ("admin", "may_assert_user", "metrics"):
         if not isinstance(entry.get(flag, False), bool):  # bool("false") would grant it
             raise SettingsInvalid(f"{where}: '{flag}' must be true or false, got {entry[flag]!r}")
         flags[flag] = entry.get(flag, False)

@@ -18,6 +18,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 
+from .. import observe
 from ..address import served_host
 from ..reload import reloading
 from ..runtime import Gateway
@@ -37,6 +38,7 @@ def create_app(gateway_or_settings: Gateway | Settings, *, services: Sequence[Se
     """The ASGI app serving one gateway (built from ``Settings`` if given those; that raises
     ``DefinitionsInvalid`` when the definitions are wrong)."""
     gateway = gateway_or_settings if isinstance(gateway_or_settings, Gateway) else Gateway(gateway_or_settings)
+    observe.attach(gateway)  # before the first request: every call is told to the consumers the settings ask for
     mcp = McpSurface(gateway)
 
     @asynccontextmanager
@@ -48,6 +50,7 @@ def create_app(gateway_or_settings: Gateway | Settings, *, services: Sequence[Se
                     await stack.enter_async_context(service(gateway))
                 yield
         finally:
+            observe.detach(gateway)
             await gateway.aclose()
 
     app = Starlette(
