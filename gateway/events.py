@@ -51,6 +51,7 @@ class Activity:
     duration_s: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)  # what observers ask the producer to send on
     parent: CallActivity | None = None  # the call an upstream or LLM request serves, when there is one
+    trace_id: str | None = None  # set in begin by the tracer, when tracing is on (32 hex digits)
     # Per-observer state (a span and its context token), keyed by the observer: the activity carries it from
     # begin to end so observers need no table of their own.
     state: dict[int, Any] = field(default_factory=dict)
