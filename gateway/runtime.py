@@ -33,6 +33,7 @@ from .definitions import DefinitionsCache
 from .errors import DefinitionsInvalid, Problem
 from .events import EventBus, Observer
 from .settings import Settings
+from .state import SharedState, open_state
 from .sources import load_all
 from .upstream import new_client
 
@@ -70,6 +71,10 @@ class Gateway:
         self.bridge: Any = None  # gateway.bridge.Bridge, set by the server when it starts
         self.events = EventBus()  # calls, reloads and admin actions, told to metrics, audit, traces (gateway.events)
         self.observers: dict[str, Observer] = {}  # its consumers by name (gateway.observe.attach)
+        # What replicas share (gateway.state): Redis in cluster mode, else this process's memory.
+        self.state: SharedState = open_state(settings.cluster.get("redis_url"),
+                                             prefix=settings.cluster.get("prefix", "tool-gateway:"))
+        self.replicas: Any = None  # gateway.cluster.Replicas, while the server runs
         self._http: httpx.AsyncClient | None = None
         # What a build reuses from the builds before it: handed to each build as it is started, replaced when a
         # build is abandoned (it may still be running, and caches serve one build at a time).
@@ -213,6 +218,7 @@ class Gateway:
         return await self.bridge.execute(session, tool_id, arguments, context)
 
     async def aclose(self) -> None:
+        await self.state.aclose()
         if self._http is not None:
             await self._http.aclose()
             self._http = None

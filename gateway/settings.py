@@ -111,6 +111,9 @@ class Settings:
     # OpenTelemetry traces (the [otel] extra, configured by OTEL_* variables): auto = on when an OTEL_ exporter
     # or endpoint variable is set and the extra is installed.
     tracing: str = "auto"
+    # Cluster mode (gateway.state, gateway.cluster): {redis_url, prefix, heartbeat_s}; empty: one process, state
+    # in memory. TOOL_GATEWAY_CLUSTER_REDIS_URL sets redis_url.
+    cluster: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def auth_enabled(self) -> bool:
@@ -171,6 +174,8 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     for name in ("allowed_packages", "allowed_origins", "allowed_secrets", "plugins"):
         if ENV_PREFIX + name.upper() in environ:
             values[name] = [v.strip() for v in environ[ENV_PREFIX + name.upper()].split(",") if v.strip()]
+    if environ.get(ENV_PREFIX + "CLUSTER_REDIS_URL"):
+        values["cluster_redis_url"] = environ[ENV_PREFIX + "CLUSTER_REDIS_URL"]
     # Keys given in clear through the environment are hashed at once and never kept.
     keys = []
     if environ.get(ENV_PREFIX + "API_KEY"):
@@ -186,6 +191,9 @@ def _coerce(values: dict[str, Any]) -> Settings:
     settings = Settings()
     changes: dict[str, Any] = {}
     keys = [*(values.pop("api_keys", None) or []), *values.pop("env_api_keys", [])]
+    redis_url = values.pop("cluster_redis_url", None)
+    if redis_url:
+        values["cluster"] = {**_cluster(values.get("cluster")), "redis_url": redis_url}
     for name, value in values.items():
         default = getattr(settings, name)
         try:
@@ -214,8 +222,34 @@ def _coerce(values: dict[str, Any]) -> Settings:
             raise SettingsInvalid(f"setting 'log_level': invalid value {changes['log_level']!r} "
                                   f"(use one of: {', '.join(LOG_LEVELS)})")
         changes["log_level"] = level
+    if "cluster" in changes:
+        changes["cluster"] = _cluster(changes["cluster"])
     changes["api_keys"] = tuple(_api_key(entry) for entry in keys)
     return replace(settings, **changes)
+
+
+CLUSTER_KEYS = {"redis_url": str, "prefix": str, "heartbeat_s": (int, float)}
+
+
+def _cluster(value: Any) -> dict[str, Any]:
+    """The ``cluster`` mapping, checked: known keys of the right types; a redis:// (or rediss://, unix://) URL."""
+    if value in (None, {}):
+        return {}
+    if not isinstance(value, Mapping):
+        raise SettingsInvalid(f"setting 'cluster': expected a mapping like {{redis_url: redis://host:6379/0}}, "
+                              f"got {type(value).__name__}")
+    for key, item in value.items():
+        kind = CLUSTER_KEYS.get(key)
+        if kind is None:
+            raise SettingsInvalid(f"setting 'cluster': unknown key '{key}' (known: {', '.join(CLUSTER_KEYS)})")
+        if not isinstance(item, kind) or isinstance(item, bool):
+            raise SettingsInvalid(f"setting 'cluster.{key}': invalid value of type {type(item).__name__}")
+    url = value.get("redis_url", "")
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise SettingsInvalid("setting 'cluster.redis_url': expected a redis://, rediss:// or unix:// URL")
+    if value.get("heartbeat_s", 1) <= 0:
+        raise SettingsInvalid("setting 'cluster.heartbeat_s': must be positive")
+    return dict(value)
 
 
 def _strings(value: Any, where: str) -> tuple[str, ...]:
