@@ -1,0 +1,82 @@
+"""Checking a draft: would the whole catalog build if one definitions file held this text? Nothing is written.
+
+The admin console's editor asks before it saves. The draft is built like a reload — every file of the
+definitions directory and every listed plugin, the draft read from memory in place of its file on disk — in a
+daemon thread under ``reload_timeout_s`` (``gateway.daemon``), and the answer is every problem, warnings too,
+of every file (a draft can break another file: a duplicate id).
+
+Drafts keep caches of their own, apart from the running gateway's (which serve one build at a time): checking
+the same file again re-parses that file and rebuilds its tools only. Checks run one at a time; a check that runs
+out of time is abandoned with its caches, as ``Gateway`` abandons a reload. Nothing built here is served, so the
+build needs neither the gateway's HTTP client nor its event stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import Future
+
+from . import daemon
+from .bindings import BuildEnv
+from .buildcache import BuildCache
+from .catalog import build_catalog
+from .definitions import DefinitionsCache, FileDefinitions, parse_definitions
+from .errors import DefinitionsInvalid, Problem
+from .settings import Settings
+from .sources import load_all
+from .yamlbudget import YamlLimits
+
+log = logging.getLogger("gateway.drafts")
+
+
+class _DraftCache(DefinitionsCache):
+    """The definitions directory as it is on disk, except one file (named as messages name it) read from memory."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.draft: tuple[str, str] | None = None  # (file, text) for the check running now
+
+    def load(self, path: str, file: str, limits: YamlLimits) -> FileDefinitions:
+        if self.draft is not None and file == self.draft[0]:
+            return parse_definitions(file, self.draft[1], limits)
+        return super().load(path, file, limits)
+
+
+class DraftChecker:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self._caches = (_DraftCache(), BuildCache())
+        self._lock = asyncio.Lock()
+
+    async def check(self, file: str, text: str) -> tuple[Problem, ...]:
+        """Every problem (errors first by place, then warnings) of the catalog with ``file`` — its path below the
+        definitions directory, with '/' — holding ``text``. Empty: it would build without a word."""
+        async with self._lock:
+            build = self._start(file, text)
+            try:
+                return await asyncio.wait_for(asyncio.wrap_future(build), self.settings.reload_timeout_s)
+            except TimeoutError:
+                self._caches = (_DraftCache(), BuildCache())  # the abandoned build keeps the old ones
+                return (Problem(file, 1, 1, f"check timed out: building the catalog with this draft ran longer "
+                                            f"than reload_timeout_s ({self.settings.reload_timeout_s:g} s)"),)
+            except daemon.Interrupted as exc:  # admin code raised SystemExit or KeyboardInterrupt while importing
+                return (Problem(file, 1, 1, f"check failed: {exc}"),)
+
+    def _start(self, file: str, text: str) -> Future[tuple[Problem, ...]]:
+        loaded, built = self._caches
+
+        def run() -> tuple[Problem, ...]:
+            loaded.draft = (file, text)
+            env = BuildEnv(settings=self.settings, root=self.settings.definitions)
+            try:
+                definitions, plugins = load_all(self.settings, loaded)
+                catalog = build_catalog(definitions, self.settings, env, built, plugins)
+            except DefinitionsInvalid as exc:
+                return (*exc.problems, *env.warnings)
+            except Exception as exc:  # a bug or an OS error mid-build: the draft is not known to be good
+                log.debug("draft check crashed", exc_info=True)
+                return (Problem(file, 1, 1, f"check failed: {type(exc).__name__}: {exc}"),)
+            return catalog.warnings
+
+        return daemon.start(run, "gateway-draft-check")

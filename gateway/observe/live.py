@@ -1,0 +1,206 @@
+"""Recent calls for the admin console's live view: the last ``KEPT`` calls, and a feed of each as it ends.
+
+Each call that ends (a ``call`` activity) becomes a ``CallRecord``: a summary (who, which tool, how it went, how
+long it took) and, kept apart, the arguments and the result text, each cut to ``TEXT_CAP`` characters. The
+arguments are encoded lazily and only up to the cap, so a megabyte of arguments costs no more than the cap;
+a tool whose ``audit: {arguments: false}`` keeps them out of the audit trail keeps them out of here too.
+Secrets are redacted (``gateway.secrets``) when a record's detail is read, not when the call ends: the call
+path pays nothing for a view nobody may be looking at.
+
+Subscribers (the console's event stream) each get a bounded ``asyncio.Queue`` on their own event loop. A call
+ending on that loop's thread is put there directly; from another thread it is handed over with
+``call_soon_threadsafe``. A subscriber whose queue is full misses the summary (``dropped`` counts it): a slow
+reader never blocks or slows a call. ``stop()`` ends every feed at once (the server stopping).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..events import Activity, CallActivity, Observer
+from ..secrets import _known_values, redact
+
+if TYPE_CHECKING:
+    from ..runtime import Gateway
+
+KEPT = 200
+TEXT_CAP = 16_384  # characters of a call's arguments, and of its result, kept for the console
+QUEUE_SIZE = 256  # summaries a subscriber may fall behind by before it misses some
+STOP: dict[str, Any] = {}  # put on a subscriber's queue when its feed ends (compared by identity)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=repr)
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    summary: dict[str, Any]
+    arguments: str | None  # JSON text, cut to TEXT_CAP; None when the tool keeps its arguments out of records
+    arguments_truncated: bool
+    result: str | None  # the result text (what an LLM reads), cut to TEXT_CAP; None when the call did not end one
+    result_truncated: bool
+    error: str | None
+
+    def detail(self) -> dict[str, Any]:
+        """The summary with the arguments, result and error, every secret the gateway has read redacted."""
+        secrets = _known_values()
+
+        def shown(text: str | None) -> str | None:
+            return redact(text, secrets) if text and secrets else text
+
+        return self.summary | {
+            "arguments": shown(self.arguments), "arguments_truncated": self.arguments_truncated,
+            "arguments_hidden": self.arguments is None, "result": shown(self.result),
+            "result_truncated": self.result_truncated, "error": shown(self.error),
+        }
+
+
+def record_of(call: CallActivity) -> CallRecord:
+    result = call.result
+    summary = {
+        "id": call.id, "at": call.at, "caller": call.caller, "user": call.user, "surface": call.surface,
+        "tool": call.tool, "outcome": call.outcome, "duration_ms": round(call.duration_s * 1000, 3),
+        "side": call.side, "version": call.version, "is_error": call.outcome != "ok",
+        "trace_id": call.trace_id, "conversation_id": call.conversation_id,
+    }
+    arguments, arguments_cut = capped_json(call.arguments) if call.audit_arguments else (None, False)
+    text = getattr(result, "text", None)
+    error = getattr(result, "error", None)
+    return CallRecord(summary, arguments, arguments_cut,
+                      text[:TEXT_CAP] if isinstance(text, str) else None,
+                      isinstance(text, str) and (len(text) > TEXT_CAP or bool(getattr(result, "truncated", False))),
+                      error[:TEXT_CAP] if isinstance(error, str) else None)
+
+
+def capped_json(value: Any, cap: int = TEXT_CAP) -> tuple[str, bool]:
+    """``value`` as JSON text of at most ``cap`` characters, encoded no further than the cap; whether it was cut.
+    Arguments that arrived as text (a JSON string an LLM wrote) are that text."""
+    if isinstance(value, bytes):
+        value = value[:cap * 4].decode("utf-8", "replace")
+    if isinstance(value, str):
+        return value[:cap], len(value) > cap
+    chunks: list[str] = []
+    size = 0
+    try:
+        for chunk in _ENCODER.iterencode(value):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > cap:
+                break
+    except (ValueError, RecursionError):  # a circular or absurdly deep value: say so rather than fail the observer
+        return f"<arguments not encodable as JSON: {type(value).__name__}>", False
+    return "".join(chunks)[:cap], size > cap
+
+
+class Subscription:
+    """One reader of the feed, on the event loop it subscribed from."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, size: int = QUEUE_SIZE):
+        self.loop = loop
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(size)
+        self.dropped = 0  # summaries missed since the reader last looked (it resets this)
+
+    def offer(self, summary: dict[str, Any]) -> None:
+        """Hand over a summary from any thread; never waits."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            self._put(summary)
+            return
+        try:
+            self.loop.call_soon_threadsafe(self._put, summary)
+        except RuntimeError:  # its loop is closed: the reader is gone
+            pass
+
+    def _put(self, summary: dict[str, Any]) -> None:
+        try:
+            self.queue.put_nowait(summary)
+        except asyncio.QueueFull:
+            self.dropped += 1
+
+    def _end(self) -> None:
+        while True:  # the end must arrive even when the queue is full: it displaces the oldest summary
+            try:
+                self.queue.put_nowait(STOP)
+                return
+            except asyncio.QueueFull:
+                self.queue.get_nowait()
+                self.dropped += 1
+
+    def end(self) -> None:
+        """End this feed (from any thread): the reader gets ``STOP`` after what it has not read yet."""
+        try:
+            self.loop.call_soon_threadsafe(self._end)
+        except RuntimeError:
+            pass
+
+    async def next(self, timeout: float) -> dict[str, Any] | None:
+        """The next summary, ``STOP`` when the feed ended, None when nothing came within ``timeout`` seconds."""
+        try:
+            return await asyncio.wait_for(self.queue.get(), timeout)
+        except TimeoutError:
+            return None
+
+
+class LiveCalls(Observer):
+    def __init__(self, kept: int = KEPT):
+        self._records: OrderedDict[str, CallRecord] = OrderedDict()
+        self._kept = kept
+        self._lock = threading.Lock()  # calls may end on several threads (several event loops)
+        self._subscribers: tuple[Subscription, ...] = ()
+        self._stopped = False
+
+    def end(self, activity: Activity) -> None:
+        if not isinstance(activity, CallActivity):
+            return
+        record = record_of(activity)
+        with self._lock:
+            self._records[activity.id] = record
+            if len(self._records) > self._kept:
+                self._records.popitem(last=False)
+            subscribers = self._subscribers
+        for subscription in subscribers:
+            subscription.offer(record.summary)
+
+    def recent(self) -> list[dict[str, Any]]:
+        """The summaries of the calls kept, newest first."""
+        with self._lock:
+            return [record.summary for record in reversed(self._records.values())]
+
+    def get(self, call_id: str) -> CallRecord | None:
+        with self._lock:
+            return self._records.get(call_id)
+
+    def subscribe(self) -> Subscription:
+        """A feed of every call that ends from now on, read on the running event loop."""
+        subscription = Subscription(asyncio.get_running_loop())
+        with self._lock:
+            if self._stopped:
+                subscription.end()
+            else:
+                self._subscribers = (*self._subscribers, subscription)
+        return subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        with self._lock:
+            self._subscribers = tuple(s for s in self._subscribers if s is not subscription)
+
+    def stop(self) -> None:
+        """End every feed now and refuse new ones: a server that is stopping must not wait for its readers."""
+        with self._lock:
+            self._stopped = True
+            subscribers, self._subscribers = self._subscribers, ()
+        for subscription in subscribers:
+            subscription.end()
+
+    def close(self) -> None:
+        self.stop()
+
+
+def make(gateway: Gateway) -> LiveCalls:
+    return LiveCalls()
