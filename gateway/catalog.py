@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,13 +25,19 @@ from .errors import DefinitionsInvalid, Problem, UnknownTool
 from .events import NULL_BUS, EventBus
 from .fastcheck import Check, compile_check
 from .filters import FilterChains, build_chains
+from .hidden_arguments import visible_schema, with_hidden
 from .schemas import compile_validator
 from .settings import Settings
 from .sources import PluginDefinitions, combine
+from .sources.expansion import SourceEnv
 from .sources.plugins import Plugin
+from .sources.select import expand_sources
 from .tool_definition import Scope, ToolDefinition
+from .yamlbudget import YamlLimits
 
 NO_ARGUMENTS: Mapping[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+# How long a build waits for its `sources:` upstreams (at most half its own budget): a down one is served stale.
+SOURCES_WAIT_S = 10.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -106,6 +113,8 @@ class Catalog:
     filters: FilterChains = field(default_factory=lambda: FilterChains({}))  # every tool's, outermost first
     plugins: tuple[Plugin, ...] = ()  # the plugins it serves tools of
     events: EventBus = NULL_BUS  # where calls on this catalog are told (gateway.events)
+    # Each `sources:` entry as /status shows it: id, kind, file, tools, health, stale, error, last_refresh.
+    sources: tuple[Mapping[str, Any], ...] = ()
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
     # Re-entrant: a memoised value may be built from other memoised values (a listing from per-tool entries).
     _memo_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -150,8 +159,9 @@ def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | 
     """
     env = env or BuildEnv(settings=settings, root=definitions.root)
     cache = cache or BuildCache()
-    combined = combine(definitions, plugins)
-    every_problem = [*definitions.problems, *combined.problems]
+    generated = expand_sources(definitions.sources, _source_env(definitions, settings, env))
+    combined = combine(definitions, plugins, generated)
+    every_problem = [*definitions.problems, *generated.problems, *combined.problems]
     env.warnings = [p for p in every_problem if p.severity != "error"]
     problems: list[Problem] = [p for p in every_problem if p.severity == "error"]
     tools: dict[str, Tool] = {}
@@ -177,7 +187,13 @@ def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | 
     if problems:
         raise DefinitionsInvalid(sorted(problems, key=lambda p: (p.file, p.line, p.column)))
     return Catalog(tools, version.hexdigest()[:16], definitions.root, settings, tuple(env.warnings), filters,
-                   tuple(p.plugin for p in plugins), env.events)
+                   tuple(p.plugin for p in plugins), env.events, generated.status)
+
+
+def _source_env(definitions: Definitions, settings: Settings, env: BuildEnv) -> SourceEnv:
+    wait_s = min(SOURCES_WAIT_S, settings.reload_timeout_s / 2)
+    return SourceEnv(settings=settings, root=definitions.root, limits=YamlLimits.from_settings(settings),
+                     wait_s=wait_s, deadline=time.monotonic() + wait_s, gateway=env.bridge, events=env.events)
 
 
 def _plugin_env(loaded: PluginDefinitions, env: BuildEnv, cache: BuildCache) -> BuildEnv:
@@ -225,13 +241,16 @@ def _build_tool(definition: ToolDefinition, env: BuildEnv) -> Tool:
         except BindingProblems as exc:
             problems += exc.problems
             continue
-        executors["client" if kind == "browser" else "server"] = bound.executor
+        executor = bound.executor
+        if definition.hidden_arguments:
+            executor = with_hidden(executor, definition.hidden_arguments, definition.id)
+        executors["client" if kind == "browser" else "server"] = executor
         derived = derived or bound.input_schema
         derived_output = derived_output or bound.output_schema
         script = bound.files[0] if kind == "browser" and bound.files else script
     if problems:
         raise BindingProblems(problems)
-    input_schema = definition.input_schema or derived or NO_ARGUMENTS
+    input_schema = visible_schema(definition.input_schema or derived or NO_ARGUMENTS, definition.hidden_arguments)
     output = definition.output_schema if definition.output_schema is not None else derived_output
     return Tool(
         definition=definition,

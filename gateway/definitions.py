@@ -7,12 +7,17 @@ cached by content hash: reloading a directory of 10,000 tools re-parses only the
 What a file may cost is bounded (``YamlLimits``: its size, read from ``stat`` before any byte; its nodes with
 aliases expanded), and only files whose real path lies inside the real definitions directory are read: the
 rule browser scripts follow (``gateway.paths``).
+
+A file may declare ``sources:`` besides ``tools:`` (``SourceDeclaration``): they are read here as written and
+expanded into tools when the catalog is built (``gateway.sources.select``). A YAML file whose top level has an
+``openapi:`` or ``swagger:`` key is a document a source reads, not a definitions file: it is not parsed here.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,12 +29,16 @@ from .errors import Problem
 from .filedigests import FileDigests, FileRefused
 from .paths import outside_message, real_inside
 from .settings import Settings
-from .tool_definition import Scope, ToolDefinition
+from .tool_definition import Scope, SourceDeclaration, ToolDefinition
 from .yamlbudget import YamlLimits
 from .yamlsource import YamlDocument, parse_yaml
 
 YAML_SUFFIXES = (".yaml", ".yml")
 DEFAULT_LIMITS = YamlLimits.from_settings(Settings())
+# The keys of a `sources:` entry besides its kind's (`openapi:`, `mcp:`), which the schema requires one of.
+SOURCE_KEYS = frozenset({"id", "include", "exclude", "prefix", "tools", "hidden", "toolsets", "tags", "timeout_s"})
+# A definitions file cannot have these top-level keys (the schema allows none but its own): an API document.
+_API_DOCUMENT = re.compile(r"^[\"']?(openapi|swagger)[\"']?\s*:", re.MULTILINE)
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,6 +62,8 @@ class FileDefinitions:
     problems: tuple[Problem, ...]
     broken: frozenset[int] = frozenset()  # indices of tools with problems: not built, not served
     overrides: tuple[Override, ...] = ()
+    sources: tuple[SourceDeclaration, ...] = ()  # the well-formed entries of `sources:`
+    api_document: bool = False  # an OpenAPI document (read by a source), not a definitions file
 
     @property
     def buildable(self) -> tuple[ToolDefinition, ...]:
@@ -77,6 +88,11 @@ class Definitions:
     @property
     def overrides(self) -> list[Override]:
         return [override for file in self.files for override in file.overrides]
+
+    @property
+    def sources(self) -> list[SourceDeclaration]:
+        """The sources every file declares, in file order (a repeated id was reported; the first is kept)."""
+        return [source for file in self.files for source in file.sources]
 
     @property
     def digest(self) -> str:
@@ -110,8 +126,58 @@ def parse_definitions(file: str, text: str, limits: YamlLimits = DEFAULT_LIMITS)
         for index, raw in enumerate(raw_overrides if isinstance(raw_overrides, list) else [])
         if isinstance(raw, dict) and isinstance(raw.get("tool"), str)  # else the schema check reported it
     )
+    sources = _sources(document, problems)
     problems.sort(key=lambda p: (p.line, p.column))
-    return FileDefinitions(file, digest, tuple(tools), tuple(problems), frozenset(broken), overrides)
+    return FileDefinitions(file, digest, tuple(tools), tuple(problems), frozenset(broken), overrides, sources)
+
+
+def _sources(document: YamlDocument, problems: list[Problem]) -> tuple[SourceDeclaration, ...]:
+    """The entries of `sources:` the schema check let through whole (it reported the others)."""
+    raw_sources = document.data.get("sources") if isinstance(document.data, dict) else None
+    found: dict[str, SourceDeclaration] = {}
+    for index, raw in enumerate(raw_sources if isinstance(raw_sources, list) else []):
+        if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
+            continue
+        kinds = [key for key in raw if key not in SOURCE_KEYS]  # the schema allows only the kinds' keys besides
+        if len(kinds) != 1:
+            got = " and ".join(kinds) if kinds else "none"
+            problems.append(document.problem(["sources", index], f"source '{raw['id']}': give exactly one kind "
+                                                                 f"(openapi or mcp), got {got}"))
+            continue
+        if not isinstance(raw[kinds[0]], dict):
+            continue  # the schema's problem
+        source = SourceDeclaration(raw["id"], kinds[0], raw, document, index)
+        earlier = found.setdefault(source.id, source)
+        if earlier is not source:
+            problems.append(source.problem(["id"], f"duplicate source id (first declared at {_at(earlier)})"))
+    return tuple(found.values())
+
+
+def _at(source: SourceDeclaration) -> str:
+    line, column = source.document.position([*source.path, "id"]) if source.document else (1, 1)
+    return f"{source.file}:{line}:{column}"
+
+
+def duplicate_sources(files: Iterable[FileDefinitions]) -> list[Problem]:
+    """One problem per source id declared in two files, at the repeat; the first declaration is kept."""
+    first: dict[str, SourceDeclaration] = {}
+    problems = []
+    for file in files:
+        for source in file.sources:
+            earlier = first.setdefault(source.id, source)
+            if earlier is not source:
+                problems.append(source.problem(["id"], f"duplicate source id (first declared at {_at(earlier)})"))
+    return problems
+
+
+def api_documents(files: Iterable[FileDefinitions]) -> list[Problem]:
+    """A warning for each API document below the definitions directory that no source names as its ``spec``."""
+    files = list(files)
+    named = {os.path.normpath(str(source.settings.get("spec", ""))) for f in files for source in f.sources}
+    return [Problem(f.file, 1, 1, "an OpenAPI document, not a definitions file, and no source names it as its "
+                                  "spec: its operations are not served (declare `sources: [{id: ..., openapi: "
+                                  f"{{spec: {f.file}}}}}]`)", "warning")
+            for f in files if f.api_document and os.path.normpath(f.file) not in named]
 
 
 def _definition(raw: dict[str, Any], document: YamlDocument, index: int) -> ToolDefinition:
@@ -242,6 +308,8 @@ def _parse_bytes(file: str, data: bytes, limits: YamlLimits) -> FileDefinitions:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return FileDefinitions(file, hashlib.sha256(data).hexdigest(), (), (Problem(file, 1, 1, f"not UTF-8: {exc}"),))
+    if _API_DOCUMENT.search(text, 0, 65_536) and not re.search(r"^tools\s*:", text, re.MULTILINE):
+        return FileDefinitions(file, hashlib.sha256(data).hexdigest(), (), (), api_document=True)
     return parse_definitions(file, text, limits)
 
 
@@ -273,4 +341,6 @@ def load_definitions(root: str | os.PathLike[str], cache: DefinitionsCache | Non
         problems += parsed.problems
     cache.retain(files)
     problems += checks.duplicate_ids(tool for f in files for tool in f.tools)
+    problems += duplicate_sources(files)
+    problems += api_documents(files)
     return Definitions(root, tuple(files), tuple(problems))

@@ -1,8 +1,10 @@
-"""Where tool definitions come from: the definitions directory and the plugins the settings list.
+"""Where tool definitions come from: the definitions directory, the plugins the settings list, and the upstreams
+its ``sources:`` declare (``gateway.sources.select``: OpenAPI documents, MCP servers).
 
-Each source is loaded on its own (``gateway.definitions``; a plugin's files are named ``<plugin>:<path>``), then
-``combine`` makes one list of tools to build: an id declared in two sources is one problem naming both places,
-and the ``overrides:`` of the definitions directory change or disable tools declared elsewhere.
+Each is loaded on its own (``gateway.definitions``; a plugin's files are named ``<plugin>:<path>``), then
+``combine`` makes one list of tools to build: an id declared in two places is one problem naming both, a
+generated tool whose id is taken is a problem at its source that says how to rename it, and the ``overrides:`` of
+the definitions directory change or disable tools declared elsewhere (generated ones too).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ..tool_definition import Scope, ToolDefinition
 from ..yamlbudget import YamlLimits
 from . import plugins as plugin_discovery
 from .plugins import Plugin
+from .select import SourceTools
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,7 +68,8 @@ def load_all(settings: Settings, cache: DefinitionsCache | None = None) -> tuple
     return definitions, loaded
 
 
-def combine(local: Definitions, loaded: Sequence[PluginDefinitions] = ()) -> Combined:
+def combine(local: Definitions, loaded: Sequence[PluginDefinitions] = (), generated: SourceTools | None = None
+            ) -> Combined:
     sources: list[tuple[PluginDefinitions | None, Definitions]] = [(None, local), *((p, p.definitions) for p in loaded)]
     problems = [problem for p in loaded for problem in p.definitions.problems]
     # Repeats inside one source were reported by its loader; here, the first of each id per source meets the others.
@@ -77,11 +81,18 @@ def combine(local: Definitions, loaded: Sequence[PluginDefinitions] = ()) -> Com
                 ids.setdefault(tool.id, tool)
         firsts += ids.values()
     problems += checks.duplicate_ids(firsts)
-    declared = {tool.id for tool in firsts}
     tools: dict[str, tuple[ToolDefinition, PluginDefinitions | None]] = {}
     for origin, definitions in sources:
         for tool in definitions.tools:
             tools.setdefault(tool.id, (tool, origin))  # in file order; a repeated id was reported above
+    first_of = {tool.id: tool for tool in reversed(firsts)}
+    for tool in generated.tools if generated else ():
+        earlier = first_of.setdefault(tool.id, tool)
+        if earlier is tool:
+            tools[tool.id] = (tool, None)
+        else:
+            problems.append(_taken(tool, earlier))
+    declared = set(first_of)
     for override in local.overrides:
         if override.tool not in declared:
             problems.append(override.problem("tool", f"override of tool '{override.tool}': no definitions file or "
@@ -97,9 +108,26 @@ def combine(local: Definitions, loaded: Sequence[PluginDefinitions] = ()) -> Com
                          for p in tool_problems]
             tools[override.tool] = (changed, origin)
     digest = hashlib.sha256(local.digest.encode())
+    if generated:
+        digest.update(f"\0sources\0{generated.digest}".encode())
     for p in loaded:
         digest.update(f"\0{p.plugin.name}\0{p.plugin.version}\0{p.definitions.digest}".encode())
     return Combined(tuple(tools.values()), tuple(problems), digest.hexdigest())
+
+
+def _taken(tool: ToolDefinition, earlier: ToolDefinition) -> Problem:
+    """A generated tool whose id another tool has: a problem at its source, saying how to rename it."""
+    line, column = earlier.document.position([*earlier.path, "id"]) if earlier.document else (1, 1)
+    where = f"{earlier.file}:{line}:{column}"
+    by = f"source '{earlier.source}' ({where})" if earlier.source else where
+    return Problem(*_position(tool), f"source '{tool.source}': tool id '{tool.id}' is already declared by {by}: "
+                                     f"rename this one (add `tools: {{{tool.upstream}: {{id: ...}}}}` to the source) "
+                                     "or give the source a `prefix`")
+
+
+def _position(tool: ToolDefinition) -> tuple[str, int, int]:
+    line, column = tool.document.position(tool.path) if tool.document else (1, 1)
+    return tool.file, line, column
 
 
 # override -> (the tool it was applied to, the outcome). The loader returns the same objects for unchanged files,
