@@ -36,6 +36,7 @@ from typing import Any
 
 from .context import CallContext
 from .errors import ToolError
+from .events import NULL_BUS, EventBus
 from .invoke import json_value
 
 log = logging.getLogger("gateway.bridge")
@@ -68,9 +69,12 @@ class Session:
 
 
 class Bridge:
-    """The live sessions of one gateway process, by id."""
+    """The live sessions of one gateway process, by id; each one opened or closed is a ``bridge_session`` event
+    on ``events`` (the gateway's)."""
 
-    def __init__(self, max_sessions: int = MAX_SESSIONS, max_per_client: int = MAX_SESSIONS_PER_CLIENT):
+    def __init__(self, max_sessions: int = MAX_SESSIONS, max_per_client: int = MAX_SESSIONS_PER_CLIENT,
+                 events: EventBus = NULL_BUS):
+        self._events = events
         self._sessions: dict[str, Session] = {}
         self._per_client: dict[str, int] = {}  # live sessions by client address
         self._max_sessions = max_sessions
@@ -95,14 +99,17 @@ class Bridge:
         if client is not None:
             self._per_client[client] = self._per_client.get(client, 0) + 1
         session.post({"type": "session", "session": session.id})
+        self._events.emit("bridge_session", change="opened", sessions=len(self._sessions))
         return session
 
     def disconnect(self, session: Session) -> None:
         """Forget a page that went away, failing each of its pending calls with an error result."""
-        if self._sessions.pop(session.id, None) is not None and session.client is not None:
-            left = self._per_client.pop(session.client) - 1
-            if left:
-                self._per_client[session.client] = left
+        if self._sessions.pop(session.id, None) is not None:
+            if session.client is not None:
+                left = self._per_client.pop(session.client) - 1
+                if left:
+                    self._per_client[session.client] = left
+            self._events.emit("bridge_session", change="closed", sessions=len(self._sessions))
         for tool_id, future in session.pending.values():
             if not future.done():
                 future.set_exception(ToolError(

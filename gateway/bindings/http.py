@@ -28,6 +28,7 @@ import httpx
 from .. import secrets as secret_store
 from ..context import CallContext
 from ..errors import ToolError
+from ..events import NULL_BUS, Activity, EventBus, current_call
 from ..jsonselect import SelectionMissing
 from ..render_budget import run_bounded
 from ..secrets import Hidden
@@ -56,6 +57,7 @@ ERROR_EXCERPT_CHARS = 300
 def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
     binding = parse(definition, env)
     client_factory = env.http_client
+    events = env.events
 
     async def execute(arguments: dict[str, Any], context: CallContext) -> Any:
         deadline = asyncio.get_running_loop().time() + binding.deadline_s
@@ -65,9 +67,9 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
             raise ToolError(f"Tool '{binding.tool_id}' cannot run: {exc}.") from None
         scope = {"args": arguments, "secrets": values, "context": _context(context)}
         if client_factory is not None:
-            return await call(binding, client_factory(), scope, deadline)
+            return await call(binding, client_factory(), scope, deadline, events)
         async with new_client() as client:  # no running gateway (the CLI): a client for this call alone
-            return await call(binding, client, scope, deadline)
+            return await call(binding, client, scope, deadline, events)
 
     return Bound(executor=execute)
 
@@ -89,15 +91,17 @@ class _Rendered:
     credentials: list[tuple[str, str]] = field(default_factory=list)  # (label, value), redacted like secrets
 
 
-async def call(binding: HttpBinding, client: httpx.AsyncClient, scope: Mapping[str, Any], deadline: float) -> Any:
+async def call(binding: HttpBinding, client: httpx.AsyncClient, scope: Mapping[str, Any], deadline: float,
+               events: EventBus = NULL_BUS) -> Any:
     """One call of an HTTP-bound tool with rendered ``scope``, its attempts ending by ``deadline`` (event loop
-    time); every failure raises ``ToolError``. Secrets are redacted from the result and from errors."""
+    time); every failure raises ``ToolError``. Secrets are redacted from the result and from errors. Each request
+    sent (each attempt, each redirect hop) is an ``upstream`` activity on ``events``."""
     hidden = list(scope["secrets"].items())  # (label, value): the secrets, then credentials built from them
     try:
         rendered = await run_bounded(lambda: _request(binding, scope), deadline)
         hidden += rendered.credentials
         request = client.build_request(binding.method, rendered.url, headers=rendered.headers, **rendered.options)
-        response, body = await _send(binding, client, request, deadline)
+        response, body = await _send(binding, client, request, deadline, events)
         value = secret_store.redact_value(_answer(binding, request, response, body, hidden), hidden)
         shape = binding.response
         if shape.template is not None:
@@ -197,8 +201,8 @@ def _grouped(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
     return form
 
 
-async def _send(binding: HttpBinding, client: httpx.AsyncClient, request: httpx.Request, deadline: float
-                ) -> tuple[httpx.Response, bytes]:
+async def _send(binding: HttpBinding, client: httpx.AsyncClient, request: httpx.Request, deadline: float,
+                events: EventBus) -> tuple[httpx.Response, bytes]:
     """Send with retries (idempotent or declared safe) and backoff, each attempt bounded by the attempt timeout
     and by the time left before ``deadline``; the response is read and closed."""
     clock = asyncio.get_running_loop()
@@ -208,7 +212,7 @@ async def _send(binding: HttpBinding, client: httpx.AsyncClient, request: httpx.
         # Redirects httpx builds from this request carry its extensions, so they keep the timeout too.
         request.extensions = {**request.extensions, "timeout": httpx.Timeout(timeout).as_dict()}
         try:
-            response, body = await _exchange(binding, client, request)
+            response, body = await _exchange(binding, client, request, events)
         except UPSTREAM_EXCEPTIONS as exc:
             wait = backoff(attempt)
             if attempt == attempts or not isinstance(exc, TRANSIENT) or not _fits(wait, deadline, clock):
@@ -231,31 +235,46 @@ def _fits(wait: float, deadline: float, clock: asyncio.AbstractEventLoop) -> boo
     return clock.time() + wait < deadline
 
 
-async def _exchange(binding: HttpBinding, client: httpx.AsyncClient, request: httpx.Request
+async def _exchange(binding: HttpBinding, client: httpx.AsyncClient, request: httpx.Request, events: EventBus
                     ) -> tuple[httpx.Response, bytes]:
-    """One attempt: follow the redirects the definition allows, and read the final body (capped)."""
+    """One attempt: follow the redirects the definition allows, and read the final body (capped). Each request
+    is an ``upstream`` activity: "ok" once the service answered (whatever its status), "error" when it did not
+    (no connection, a timeout, the answer cut off)."""
     current = request
     for _ in range(MAX_REDIRECTS + 1):
-        response = await client.send(current, stream=True, follow_redirects=False)
-        try:
-            following = response.next_request if binding.follow_redirects else None
-            if following is None:
-                accepted = _accepted(binding, response.status_code)
-                limit = binding.response.max_bytes if accepted else ERROR_EXCERPT_BYTES
-                try:
-                    return response, await read_capped(response, limit, strict=accepted)
-                except TooLarge:
-                    raise _fail(binding, f"{_target(request)}: the answer is larger than "
-                                         f"{binding.response.max_bytes} bytes, the most this tool reads; ask "
-                                         "for less (filters, paging) if the tool allows it") from None
-            if not _same_origin(current.url, following.url) and not _home(binding, request, following):
-                for name in binding.secret_headers:  # the secrets are the tool's service's, not another host's
-                    following.headers.pop(name, None)
-        finally:
-            await response.aclose()
+        with events.activity(_upstream(binding, current), failed="error") as hop:
+            current.headers.update(hop.headers)  # what observers send on: the tracer's traceparent
+            response = await client.send(current, stream=True, follow_redirects=False)
+            hop.attributes["status"] = response.status_code
+            try:
+                following = response.next_request if binding.follow_redirects else None
+                if following is None:
+                    accepted = _accepted(binding, response.status_code)
+                    limit = binding.response.max_bytes if accepted else ERROR_EXCERPT_BYTES
+                    try:
+                        return response, await read_capped(response, limit, strict=accepted)
+                    except TooLarge:
+                        hop.outcome = "ok"  # it answered, with more than the tool reads
+                        raise _fail(binding, f"{_target(request)}: the answer is larger than "
+                                             f"{binding.response.max_bytes} bytes, the most this tool reads; ask "
+                                             "for less (filters, paging) if the tool allows it") from None
+                hop.outcome = "ok"  # a redirect is a whole answer, even one to a host the tool may not follow
+                if not _same_origin(current.url, following.url) and not _home(binding, request, following):
+                    for name in binding.secret_headers:  # the secrets are the tool's service's, not another host's
+                        following.headers.pop(name, None)
+            finally:
+                await response.aclose()
         current = following
     raise _fail(binding, f"{_target(request)}: {describe(httpx.TooManyRedirects('too many'), request.url)} "
                          f"(more than {MAX_REDIRECTS})")
+
+
+def _upstream(binding: HttpBinding, request: httpx.Request) -> Activity:
+    """The activity of one request: where it goes, never its path or query (which may hold secrets)."""
+    url = request.url
+    port = url.port or (443 if url.scheme == "https" else 80)
+    return Activity("upstream", {"tool": binding.tool_id, "method": request.method, "scheme": url.scheme,
+                                 "host": url.host, "port": port}, parent=current_call.get())
 
 
 def _same_origin(a: httpx.URL, b: httpx.URL) -> bool:

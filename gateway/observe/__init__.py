@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 CONSUMERS: tuple[str, ...] = (
     "reloads",
     "live",
+    "metrics",
 )
 
 

@@ -23,7 +23,7 @@ from ..address import served_host
 from ..reload import reloading
 from ..runtime import Gateway
 from ..settings import Settings
-from . import admin, chat, client, demo_api, landing, openapi, rest
+from . import admin, chat, client, demo_api, landing, metrics, openapi, rest
 from .connections import server_config
 from .errors import EXCEPTION_HANDLERS
 from .mcp import McpSurface
@@ -56,7 +56,7 @@ def create_app(gateway_or_settings: Gateway | Settings, *, services: Sequence[Se
     app = Starlette(
         routes=[*rest.routes(gateway), *admin.routes(gateway), Route("/mcp", mcp), *chat.routes(gateway),
                 *client.routes(gateway), *openapi.routes(gateway), Mount("/demo", routes=demo_api.routes()),
-                *landing.routes(gateway)],
+                *landing.routes(gateway), *metrics.routes(gateway)],
         middleware=[Middleware(OriginGuard, settings=gateway.settings),
                     Middleware(client.ClientCors, settings=gateway.settings)],
         exception_handlers=EXCEPTION_HANDLERS,

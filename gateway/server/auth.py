@@ -22,6 +22,10 @@ from ..settings import ApiKey, Settings
 SCOPE_KEY = "gateway.caller"  # where the MCP adapter finds the caller authenticated for its HTTP request
 
 
+class MissingKey(Unauthorized):
+    """No API key was presented (a wrong one is a plain ``Unauthorized``): the reason ``auth_failure`` events give."""
+
+
 @dataclass(frozen=True, slots=True)
 class Caller:
     key: ApiKey | None  # the key presented: None when auth is off, or for an anonymous summary request
@@ -81,7 +85,7 @@ def authenticate(settings: Settings, headers: Headers, client_host: str | None, 
     scheme, _, presented = headers.get("authorization", "").partition(" ")
     if not presented:
         if required:
-            raise Unauthorized("Missing API key: send it as 'Authorization: Bearer <key>'.")
+            raise MissingKey("Missing API key: send it as 'Authorization: Bearer <key>'.")
         return Caller(None, loopback, auth=True)
     key = settings.find_key(presented.strip()) if scheme.lower() == "bearer" else None
     if key is None:

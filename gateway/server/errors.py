@@ -3,6 +3,10 @@
 Gateway errors carry their status (``GatewayError.status``), Starlette's routing errors (404, 405) keep theirs,
 and anything unexpected becomes a 500 whose body names only a reference for the log line that holds the
 traceback. Tool failures are not errors here: they are 200 results with ``is_error`` set (see ``invoke``).
+
+A request refused for its credentials (``Unauthorized``, ``Forbidden``) is also an ``auth_failure`` event on the
+gateway's stream (``refused``): here for every surface whose errors reach these handlers, and from the chat
+surface, which answers in OpenAI's error shape, through the same function.
 """
 
 from __future__ import annotations
@@ -13,13 +17,16 @@ import uuid
 from typing import Any
 
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
-from ..errors import GatewayError, Unauthorized, UnknownTool
+from ..errors import Forbidden, GatewayError, Unauthorized, UnknownTool
 from ..surrogates import replace_lone
+from .auth import MissingKey
 
 log = logging.getLogger("gateway.server")
+# The surface an auth failure is counted under, by the path's first segment; any other path is "rest".
+SURFACES = {"mcp": "mcp", "v1": "chat", "admin": "admin", "metrics": "metrics", "client": "client"}
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -50,7 +57,23 @@ async def _on_gateway_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GatewayError)
     if exc.status >= 500:  # a GatewayError with no client-facing status is a bug like any other
         return await _on_unexpected(request, exc)
+    refused(request, exc)
     return gateway_error(exc)
+
+
+def refused(connection: HTTPConnection, exc: GatewayError) -> None:
+    """Tell the gateway's event stream of ``exc`` if it refuses credentials: an ``auth_failure`` with the surface
+    (from the path, never from anything the caller chose) and the reason (missing, invalid, forbidden)."""
+    if isinstance(exc, MissingKey):
+        reason = "missing"
+    elif isinstance(exc, Unauthorized):
+        reason = "invalid"
+    elif isinstance(exc, Forbidden):
+        reason = "forbidden"
+    else:
+        return
+    surface = SURFACES.get(connection.url.path.split("/", 2)[1], "rest")
+    connection.app.state.gateway.events.emit("auth_failure", surface=surface, reason=reason)
 
 
 async def _on_http_error(request: Request, exc: Exception) -> Response:
