@@ -1,0 +1,176 @@
+// The console's shell: sign-in, navigation and hash routing. Each page is a module exporting
+// render(main, params, context) that fills <main> and may return a function that stops what it started.
+
+import {ApiError, describe, get, key, refused} from "./api.js";
+import {clear, h, notice} from "./dom.js";
+
+const ROUTES = [
+  [/^\/?$/, "catalog", "Catalog", () => import("./catalog.js")],
+  [/^\/tools\/([^/]+)$/, "catalog", "Tool", () => import("./tool.js")],
+  [/^\/tools\/([^/]+)\/try$/, "catalog", "Try it", () => import("./tryit.js")],
+  [/^\/problems$/, "problems", "Problems & reloads", () => import("./problems.js")],
+  [/^\/calls$/, "calls", "Live calls", () => import("./calls.js")],
+  [/^\/editor(?:\/(.+))?$/, "editor", "Editor", () => import("./editor.js")],
+];
+
+const main = document.getElementById("main");
+const nav = document.getElementById("nav");
+const menu = document.getElementById("menu");
+let stopPage = null;
+let overview = null;
+let rendering = 0;
+
+const context = {
+  get overview() {
+    return overview;
+  },
+  async refreshOverview() {
+    overview = await get("/admin/api/overview");
+    showOverview();
+    return overview;
+  },
+  navigate(hash) {
+    if (location.hash === hash) route();
+    else location.hash = hash;
+  },
+};
+
+function showOverview() {
+  const badge = document.getElementById("problem-count");
+  const problems = overview?.last_reload && !overview.last_reload.ok ? overview.last_reload.problems : 0;
+  const count = Array.isArray(problems) ? problems.length : Number(problems) || 0;
+  badge.hidden = !count;
+  badge.textContent = count ? String(count) : "";
+  badge.setAttribute("aria-label", `${count} problems`);
+  document.getElementById("who").hidden = false;
+  document.getElementById("who-text").textContent = overview?.auth ? "Signed in with an admin key" : "Auth off (loopback)";
+  document.getElementById("sign-out").hidden = !overview?.auth;
+}
+
+async function route() {
+  const path = decodeURIComponent(location.hash.replace(/^#/, "")) || "/";
+  const ticket = ++rendering;
+  if (stopPage) {
+    stopPage();
+    stopPage = null;
+  }
+  setMenu(false);
+  if (!overview) return boot();
+  const match = ROUTES.map(([pattern, section, title, load]) => [path.match(pattern), section, title, load])
+    .find(([found]) => found);
+  if (!match) {
+    clear(main).append(h("h1", "Not found"), h("p", "No page at ", h("code", path), ". ", h("a", {href: "#/"}, "Catalog")));
+    return;
+  }
+  const [found, section, title, load] = match;
+  for (const link of nav.querySelectorAll("a")) {
+    if (link.dataset.route === section) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  document.title = `${title} · tool-gateway admin`;
+  try {
+    const page = await load();
+    if (ticket !== rendering) return;
+    clear(main);
+    main.setAttribute("aria-busy", "true");
+    const stop = await page.render(main, found.slice(1).map((part) => part && decodeURIComponent(part)), context);
+    if (ticket !== rendering) {
+      if (stop) stop();
+      return;
+    }
+    stopPage = stop || null;
+  } catch (error) {
+    if (ticket !== rendering) return;
+    if (error instanceof ApiError && (error.status === 401 || error.status === 403) && !main.querySelector(".notice")) {
+      return; // the sign-in page is showing
+    }
+    clear(main).append(h("h1", title), notice("error", describe(error)));
+  } finally {
+    main.removeAttribute("aria-busy");
+  }
+  const heading = main.querySelector("h1");
+  if (heading && document.activeElement === document.body) heading.setAttribute("tabindex", "-1");
+}
+
+async function boot(message) {
+  try {
+    overview = await get("/admin/api/overview", {quietAuth: true});
+  } catch (error) {
+    overview = null;
+    if (error instanceof ApiError && (error.status === 401 || error.status === 403)) {
+      return signIn(refusal(error));
+    }
+    clear(main).append(h("h1", "The console cannot start"), notice("error", describe(error)),
+      h("button", {type: "button", onclick: () => boot()}, "Try again"));
+    return;
+  }
+  nav.hidden = false;
+  menu.hidden = false;
+  showOverview();
+  if (message) main.append(notice("info", message));
+  return route();
+}
+
+function refusal(error) {
+  if (!key.get()) return error.status === 401 ? null : error.message;
+  key.clear();
+  return error.status === 401
+    ? `The gateway refused this key: ${error.message}`
+    : `This key may not use the console: ${error.message}`;
+}
+
+function signIn(message) {
+  if (stopPage) {
+    stopPage();
+    stopPage = null;
+  }
+  nav.hidden = true;
+  menu.hidden = true;
+  document.getElementById("who").hidden = true;
+  document.title = "Sign in · tool-gateway admin";
+  const input = h("input#admin-key", {type: "password", name: "key", autocomplete: "current-password",
+    required: true, spellcheck: "false", "aria-describedby": "key-help"});
+  const status = h("div.sign-in-status");
+  const form = h("form.sign-in", {
+    onsubmit: async (event) => {
+      event.preventDefault();
+      if (!input.value) return;
+      key.set(input.value.trim());
+      clear(status).append(notice("info", "Checking the key…"));
+      await boot();
+    },
+  },
+  h("h1", "Sign in"),
+  h("p#key-help", "The console needs an admin API key. It is kept in this browser tab only (sessionStorage) and sent as ",
+    h("code", "Authorization: Bearer"), "; closing the tab forgets it."),
+  h("label", {for: "admin-key"}, "Admin key"),
+  input,
+  h("button", {type: "submit"}, "Sign in"),
+  status);
+  clear(main).append(form);
+  if (message) status.append(notice("error", message));
+  input.focus();
+}
+
+function setMenu(open) {
+  menu.setAttribute("aria-expanded", String(open));
+  nav.classList.toggle("open", open);
+}
+
+refused.addEventListener("refused", (event) => {
+  overview = null;
+  signIn(refusal(event.detail));
+});
+document.getElementById("sign-out").addEventListener("click", () => {
+  key.clear();
+  overview = null;
+  history.replaceState(null, "", "#/");
+  signIn("Signed out. The key was removed from this tab.");
+});
+menu.addEventListener("click", () => setMenu(menu.getAttribute("aria-expanded") !== "true"));
+document.getElementById("skip").addEventListener("click", (event) => {
+  event.preventDefault(); // the hash is the router's: move focus instead of navigating
+  main.focus();
+});
+window.addEventListener("hashchange", route);
+boot();

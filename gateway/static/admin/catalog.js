@@ -1,0 +1,93 @@
+// Catalog: every tool, searchable and filterable; the catalog's version, tool count, plugins and sources.
+
+import {get} from "./api.js";
+import {fill, h, table, time} from "./dom.js";
+
+const FILTERS = [
+  ["scope", "Scope", (tool) => [tool.scope]],
+  ["binding", "Binding", (tool) => [tool.binding]],
+  ["toolset", "Toolset", (tool) => tool.toolsets || []],
+  ["tag", "Tag", (tool) => tool.tags || []],
+];
+
+let remembered = {search: "", scope: "", binding: "", toolset: "", tag: ""}; // kept while the tab lives
+
+export async function render(main, params, context) {
+  const [overview, {tools}] = await Promise.all([context.refreshOverview(), get("/admin/api/tools")]);
+  const search = h("input#catalog-search", {type: "search", value: remembered.search, autocomplete: "off",
+    placeholder: "id, name, tag, file…"});
+  const selects = Object.fromEntries(FILTERS.map(([name, label, values]) => {
+    const options = [...new Set(tools.flatMap(values).filter(Boolean))].sort();
+    const select = h(`select#filter-${name}`, h("option", {value: ""}, "Any"),
+      options.map((value) => h("option", {value, selected: value === remembered[name]}, value)));
+    return [name, select];
+  }));
+  const results = h("div.results");
+  const count = h("p.tally", {role: "status"});
+
+  function update() {
+    remembered = {search: search.value, ...Object.fromEntries(Object.entries(selects).map(([k, s]) => [k, s.value]))};
+    const words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
+    const shown = tools.filter((tool) => {
+      const haystack = [tool.id, tool.name, tool.scope, tool.binding, tool.file, tool.plugin, ...(tool.toolsets || []),
+        ...(tool.tags || [])].filter(Boolean).join(" ").toLowerCase();
+      return words.every((word) => haystack.includes(word)) &&
+        FILTERS.every(([name, , values]) => !selects[name].value || values(tool).includes(selects[name].value));
+    });
+    count.textContent = shown.length === tools.length ? `${tools.length} tools` : `${shown.length} of ${tools.length} tools`;
+    fill(results, shown.length ? toolTable(shown) : h("p.empty", "No tool matches."));
+  }
+
+  search.addEventListener("input", update);
+  for (const select of Object.values(selects)) select.addEventListener("change", update);
+
+  fill(main,
+    h("div.page-head",
+      h("h1", "Catalog"),
+      h("p.meta", "Version ", h("code", overview.version), " · ", `${overview.tools} tools`,
+        overview.definitions ? [" · from ", h("code", overview.definitions)] : null,
+        overview.last_reload ? [" · last reload ", time(overview.last_reload.at)] : null)),
+    overview.read_only ? h("p.notice.info", {role: "note"}, "Definitions are read-only: ", overview.read_only_reason || "") : null,
+    h("form.filters", {role: "search", onsubmit: (event) => event.preventDefault()},
+      h("div.field.grow", h("label", {for: "catalog-search"}, "Search"), search),
+      FILTERS.map(([name, label]) => h("div.field", h("label", {for: `filter-${name}`}, label), selects[name]))),
+    count,
+    results,
+    extras(overview));
+  update();
+}
+
+function toolTable(tools) {
+  return table("Tools", ["Tool", "Name", "Scope", "Binding", "Toolsets", "Tags", "Declared in", ""], tools, (tool) => [
+    h("a", {href: `#/tools/${encodeURIComponent(tool.id)}`}, h("code", tool.id)),
+    tool.name,
+    tool.scope,
+    tool.binding,
+    chips(tool.toolsets),
+    chips(tool.tags),
+    tool.file ? h("code", tool.line ? `${tool.file}:${tool.line}` : tool.file) : tool.plugin ? `plugin ${tool.plugin}` : "—",
+    h("a.button.small", {href: `#/tools/${encodeURIComponent(tool.id)}/try`, "aria-label": `Try ${tool.id}`}, "Try"),
+  ]);
+}
+
+export function chips(values) {
+  if (!values || !values.length) return "—";
+  return h("ul.chips", values.map((value) => h("li", value)));
+}
+
+function extras(overview) {
+  const plugins = overview.plugins || [];
+  const sources = overview.sources || [];
+  return [
+    h("section", {"aria-labelledby": "plugins-heading"},
+      h("h2#plugins-heading", "Plugins"),
+      plugins.length
+        ? table("Plugins", ["Plugin", "Version", "Tools"], plugins, (p) => [p.name, p.version || "—", String(p.tools ?? "—")])
+        : h("p.empty", "No plugin is loaded.")),
+    sources.length ? h("section", {"aria-labelledby": "sources-heading"},
+      h("h2#sources-heading", "Upstream sources"),
+      table("Sources", ["Source", "Kind", "Tools", "State"], sources, (s) => [
+        s.name || s.url || s.id || "—", s.kind || "—", String(s.tools ?? "—"), s.state || s.error || (s.ok === false ? "failing" : "ok")]))
+      : null,
+  ];
+}
