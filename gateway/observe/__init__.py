@@ -20,7 +20,10 @@ if TYPE_CHECKING:
 CONSUMERS: tuple[str, ...] = (
     "reloads",
     "live",
+    "calllog",
     "metrics",
+    "slo",
+    "audit",
 )
 
 

@@ -20,6 +20,7 @@ from starlette.routing import Mount, Route
 
 from .. import observe
 from ..address import served_host
+from ..logs import configure_logging
 from ..reload import reloading
 from ..runtime import Gateway
 from ..settings import Settings
@@ -69,7 +70,7 @@ def create_app(gateway_or_settings: Gateway | Settings, *, services: Sequence[Se
 
 def serve(settings: Settings) -> None:
     """Build the gateway and serve it until interrupted; ``DefinitionsInvalid`` propagates to the CLI."""
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(settings)  # every logger, uvicorn's too (log_config=None below), in log_format
     host = bind_host(settings)
     gateway = Gateway(settings)
     for warning in gateway.catalog.warnings:
@@ -78,7 +79,7 @@ def serve(settings: Settings) -> None:
     log.info("serving %d tool(s) from %s (catalog %s) on http://%s:%d — REST at /tools, MCP at /mcp",
              len(gateway.catalog.tools), settings.definitions, gateway.catalog.version, host, settings.port)
     # Access lines cost a log call per request: only at debug level.
-    config = server_config(app, settings, host, log_level=settings.log_level.lower(),
+    config = server_config(app, settings, host, log_level=settings.log_level.lower(), log_config=None,
                            access_log=settings.log_level.lower() == "debug", lifespan="on",
                            # A request in flight (an /admin/reload waiting on a stuck build) must not hold SIGTERM.
                            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)

@@ -49,7 +49,8 @@ class RestApi:
 
     async def status(self, request: Request) -> Response:
         """Summary for anyone (the plugins only to a key holder when auth is on); the definitions directory and the
-        last reload's problems for admins only."""
+        last reload's problems for admins only; each tool's SLO figures (``tools_slo``) to anyone with auth off,
+        to admin keys only with it on."""
         caller = self.caller(request, required=False)
         catalog = self.gateway.catalog
         last = self.gateway.last_reload
@@ -61,6 +62,9 @@ class RestApi:
         if caller.is_admin:
             body |= {"definitions": str(self.settings.definitions), "auth": self.settings.auth_enabled,
                      "last_reload": last.as_dict()}
+        slos = self.gateway.observers.get("slo")
+        if slos is not None and (not caller.auth or caller.is_admin):  # which tools run, and how: not for anyone
+            body["tools_slo"] = slos.figures()  # type: ignore[attr-defined]  # gateway.observe.slo.Slos
         return json_response(body)
 
     async def list_tools(self, request: Request) -> Response:

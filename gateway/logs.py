@@ -1,0 +1,99 @@
+"""The process's log lines: ``log_format: text`` (as people read them) or ``json`` (one object per line).
+
+``configure_logging(settings)`` puts one handler on the root logger, which every logger of the process reaches
+(the gateway's, httpx's and, since ``serve`` gives uvicorn no logging configuration of its own, uvicorn's). A
+line logged inside a tool call names the call (``CallIds`` reads ``gateway.events.current_call``): the same id an
+internal error's ``ref`` gives and the audit trail records; with tracing on, the trace id too.
+
+Secrets are redacted before a line gets here: ``gateway.secrets`` redacts every log record as it is created,
+whichever logger makes it. What this module adds to a line beyond the record's message (the structured
+``fields`` a record carries, such as the call log's) is redacted here with the same function.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from . import secrets
+from .events import current_call
+
+if TYPE_CHECKING:
+    from .settings import Settings
+
+TEXT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+TEXT_IN_CALL = "%(asctime)s %(levelname)s %(name)s [call %(call_id)s]: %(message)s"
+
+
+def configure_logging(settings: Settings) -> None:
+    """Log lines of every logger to standard error at ``log_level``, in ``log_format``."""
+    handler = logging.StreamHandler()
+    handler.addFilter(CallIds())
+    handler.setFormatter(JsonFormatter() if settings.log_format == "json" else TextFormatter())
+    logging.basicConfig(level=settings.log_level.upper(), handlers=[handler], force=True)
+
+
+class CallIds(logging.Filter):
+    """Gives each record ``call_id`` and ``trace_id``: those of the call it was logged in (None outside calls),
+    unless the record brought its own (the call log, written when the call has ended)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not hasattr(record, "call_id"):
+            call = current_call.get()
+            record.call_id = call.id if call is not None else None
+            record.trace_id = call.trace_id if call is not None else None
+        return True
+
+
+class TextFormatter(logging.Formatter):
+    """``time LEVEL logger: message``, with ``[call <id>]`` after the logger inside a call."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT)
+        self._in_call = logging.PercentStyle(TEXT_IN_CALL)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        style = self._in_call if getattr(record, "call_id", None) else self._style
+        return style.format(record)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time (ISO-8601, UTC), level, logger, message, call_id and trace_id when known,
+    exception (the traceback's text) when there is one, and the record's ``fields`` (a mapping a producer passes
+    in ``extra``; the standard keys win a clash)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {"time": iso_time(record.created), "level": record.levelname,
+                                 "logger": record.name, "message": record.getMessage()}
+        call_id = getattr(record, "call_id", None)
+        if call_id:
+            entry["call_id"] = call_id
+        trace_id = getattr(record, "trace_id", None)
+        if trace_id:
+            entry["trace_id"] = trace_id
+        fields = getattr(record, "fields", None)
+        if fields:
+            entry |= {name: value for name, value in redact_known(fields).items() if name not in entry}
+        # gateway.secrets leaves the redacted traceback in exc_text once a secret is known; else format it.
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            entry["exception"] = record.exc_text
+        if record.stack_info:
+            entry["stack"] = record.stack_info
+        # ensure_ascii: a line is ASCII whatever the stream's encoding, and a lone surrogate cannot break it.
+        return json.dumps(entry, default=str)
+
+
+def iso_time(timestamp: float) -> str:
+    """``2026-11-30T13:18:16.123Z``: what log and audit lines say of when."""
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def redact_known(value: Any) -> Any:
+    """A JSON value with every secret named so far (``gateway.secrets``) redacted in every spelling; the value
+    itself when no secret is known (the common case costs one dictionary built from the environment)."""
+    known = secrets._known_values()
+    return secrets.redact_value(value, known) if known else value

@@ -1,0 +1,165 @@
+"""The audit trail: an append-only JSON Lines record of every tool call and every reload and admin action.
+
+``audit_log`` names where it goes: a file (rotated like ``logging.handlers.RotatingFileHandler``: past
+``audit_max_bytes`` the file becomes ``<file>.1``, ``.1`` becomes ``.2`` …, ``audit_backups`` old files kept; with
+``audit_backups: 0`` the file is never rotated), or ``-`` for standard output. A line is never split across two
+files. Every line is one JSON object with ``time`` (ISO-8601, UTC, milliseconds) and ``event``:
+
+``call`` (when a tool call ends; ``time`` is when it began):
+  call_id, trace_id (with tracing on), caller (the API key's name; null with auth off), user, surface, tool,
+  version (the catalog version it ran on), arguments_sha256 (SHA-256 of the arguments as canonical JSON: keys
+  sorted, no spaces, UTF-8, before redaction), argument_bytes (that JSON's size), arguments (redacted; absent
+  when the tool says ``audit: {arguments: false}``), outcome (``gateway.events.CALL_OUTCOMES``), duration_ms,
+  result_chars, truncated, error (the error text, for outcomes other than ok).
+``reload``: ok, changed, version (served after it), tools, duration_ms, timed_out, added, removed, modified
+  (tool ids), problems (how many).
+``admin``: action, caller, detail.
+``dropped``: lines — how many lines were lost because the writer fell behind (the queue was full).
+
+Every secret named so far is redacted from every string of a line, in every spelling (``gateway.secrets``).
+Calls never wait for the file: ``end`` puts what it needs on a bounded queue, and one writer thread turns it into
+lines (digest, redaction, JSON) and writes them. When the queue is full the line is dropped and counted; a
+warning is logged once per burst of drops and the count is written as a ``dropped`` line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import logging.handlers
+import queue
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..events import Activity, CallActivity, Event, Observer
+from ..logs import iso_time, redact_known
+from ..settings import SettingsInvalid
+
+if TYPE_CHECKING:
+    from ..runtime import Gateway
+
+log = logging.getLogger("gateway.audit")
+QUEUE_LINES = 10_000  # what may wait for the writer; past that, lines are dropped rather than calls slowed
+_STOP = object()
+
+
+class AuditTrail(Observer):
+    def __init__(self, handler: logging.Handler):
+        self.handler = handler
+        self.queue: queue.Queue[Any] = queue.Queue(QUEUE_LINES)
+        self.dropped = 0  # lines lost to a full queue and not yet reported by the writer
+        self._dropping = False  # in a burst of drops: warned once already
+        self._lock = threading.Lock()
+        self._writer = threading.Thread(target=self._write, name="gateway-audit", daemon=True)
+        self._writer.start()
+
+    def end(self, activity: Activity) -> None:
+        if isinstance(activity, CallActivity):
+            self._put(activity)  # read by the writer: nothing changes a call once it has ended
+
+    def event(self, event: Event) -> None:
+        if event.kind in ("reload", "admin"):
+            self._put(event)
+
+    def _put(self, item: Any) -> None:
+        try:
+            self.queue.put_nowait(item)
+        except queue.Full:
+            with self._lock:
+                self.dropped += 1
+                warn, self._dropping = not self._dropping, True
+            if warn:
+                log.warning("audit trail: the writer fell behind (%d lines queued); dropping lines until it catches "
+                            "up — their count is written as a 'dropped' line", QUEUE_LINES)
+
+    def _write(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is _STOP:
+                self._report_drops()
+                return
+            try:
+                self._emit(line(item))
+            except Exception:  # a bug in one line must not end the writer, and so the trail
+                log.exception("audit trail: could not write a %s line", getattr(item, "kind", "?"))
+            if self.queue.empty():
+                self._report_drops()
+
+    def _report_drops(self) -> None:
+        with self._lock:
+            dropped, self.dropped, self._dropping = self.dropped, 0, False
+        if dropped:
+            log.warning("audit trail: %d line(s) dropped", dropped)
+            self._emit({"time": iso_time(time.time()), "event": "dropped", "lines": dropped})
+
+    def _emit(self, entry: Mapping[str, Any]) -> None:
+        text = json.dumps(redact_known(entry), separators=(",", ":"), default=str)
+        self.handler.handle(logging.makeLogRecord({"msg": text, "levelno": logging.INFO}))
+
+    def close(self) -> None:
+        """Write what is queued, then stop the writer and close the file."""
+        self.queue.put(_STOP)
+        self._writer.join()
+        self.handler.close()
+
+
+def line(item: CallActivity | Event) -> dict[str, Any]:
+    """The audit line of a call or an event, before redaction."""
+    if isinstance(item, CallActivity):
+        return call_line(item)
+    data = item.data
+    entry: dict[str, Any] = {"time": iso_time(item.at), "event": item.kind}
+    if item.kind == "reload":
+        problems = data.get("problems", ())
+        entry |= {"ok": data.get("ok"), "changed": data.get("changed"), "version": data.get("version"),
+                  "tools": data.get("tools"), "duration_ms": round(data.get("duration_s", 0.0) * 1000, 1),
+                  "timed_out": data.get("timed_out", False), "added": data.get("added", []),
+                  "removed": data.get("removed", []), "modified": data.get("modified", []),
+                  "problems": problems if isinstance(problems, int) else len(problems)}
+    else:
+        entry |= {"action": data.get("action"), "caller": data.get("caller"), "detail": data.get("detail")}
+    return entry
+
+
+def call_line(call: CallActivity) -> dict[str, Any]:
+    canonical = json.dumps(call.arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                           default=str).encode("utf-8", "surrogatepass")
+    entry: dict[str, Any] = {
+        "time": iso_time(call.at), "event": "call", "call_id": call.id, "caller": call.caller, "user": call.user,
+        "surface": call.surface, "tool": call.tool, "version": call.version,
+        "arguments_sha256": hashlib.sha256(canonical).hexdigest(), "argument_bytes": len(canonical),
+    }
+    if call.audit_arguments:
+        entry["arguments"] = call.arguments
+    entry |= {"outcome": call.outcome, "duration_ms": round(call.duration_s * 1000, 1),
+              "result_chars": call.result_chars, "truncated": call.truncated}
+    if call.outcome != "ok" and call.error is not None:
+        entry["error"] = call.error
+    if call.trace_id:
+        entry["trace_id"] = call.trace_id
+    return entry
+
+
+def open_handler(target: str, max_bytes: int, backups: int) -> logging.Handler:
+    """Where lines go: standard output for ``-``, else the file, rotated by size when backups are kept."""
+    if target == "-":
+        handler: logging.Handler = logging.StreamHandler(sys.stdout)
+    else:
+        try:
+            handler = logging.handlers.RotatingFileHandler(target, maxBytes=max_bytes if backups > 0 else 0,
+                                                           backupCount=backups, encoding="utf-8")
+        except OSError as exc:
+            raise SettingsInvalid(f"setting 'audit_log': cannot open {target!r}: {exc.strerror}") from None
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    return handler
+
+
+def make(gateway: Gateway) -> AuditTrail | None:
+    settings = gateway.settings
+    if not settings.audit_log:
+        return None
+    return AuditTrail(open_handler(settings.audit_log, settings.audit_max_bytes, settings.audit_backups))
