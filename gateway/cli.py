@@ -1,6 +1,7 @@
-"""``tool-gateway`` (or ``python -m gateway``): serve, validate, list, call, export, chat.
+"""``tool-gateway`` (or ``python -m gateway``): serve, validate, list, call, export, test, chat.
 
-Exit codes: 0 success; 1 invalid definitions or a tool call that returned an error; 2 bad usage or settings.
+Exit codes: 0 success; 1 invalid definitions, a tool call that returned an error or a failed contract test;
+2 bad usage or settings (and, for ``test``, definitions that do not build: nothing was tested).
 Domain errors become one message per problem on stderr, never a traceback.
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from .catalog import Catalog, build_catalog
 from .context import CallContext
-from .errors import DefinitionsInvalid, GatewayError
+from .errors import DefinitionsInvalid, GatewayError, UnknownTool
 from .settings import Settings, load_settings
 from .sources import load_all
 
@@ -85,6 +86,24 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("definitions", nargs="?")
     export.add_argument("--format", "-f", required=True, choices=["openai", "openai-strict", "anthropic", "gemini", "mcp"])
     export.set_defaults(run=_export)
+
+    test = command("test", help="contract tests: run every tool's examples, and arguments drawn from its input "
+                   "schema, through the call path")
+    test.add_argument("definitions", nargs="?")
+    test.add_argument("--tool", action="append", default=[], metavar="ID", help="test this tool (repeatable)")
+    test.add_argument("--toolset", action="append", default=[], metavar="NAME",
+                      help="test the tools of this toolset (repeatable)")
+    test.add_argument("--samples", type=int, default=20, metavar="N", help="argument sets drawn per tool (default 20)")
+    test.add_argument("--seed", type=int, default=0, help="seed of the drawn arguments (default 0: the same every run)")
+    test.add_argument("--no-generated", dest="generated", action="store_false", help="run the examples only")
+    test.add_argument("--include-writes", action="store_true",
+                      help="draw arguments for tools not annotated read_only too")
+    test.add_argument("--live", action="store_true",
+                      help="call tools that reach outside the process (http bindings, upstreams)")
+    test.add_argument("--time-budget", type=float, default=20.0, metavar="SECONDS",
+                      help="per tool, for drawing and calling with generated arguments (default 20)")
+    test.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML")
+    test.set_defaults(run=_test)
 
     plugins = command("plugins", help="list the installed plugins, whether the settings enable them, their tools")
     plugins.set_defaults(run=_plugins)
@@ -183,6 +202,32 @@ def _export(args: argparse.Namespace) -> int:
         print(f"warning: {diagnostic}", file=sys.stderr)
     print(json.dumps(rendered.tools, indent=2, ensure_ascii=False))
     return 0
+
+
+def _test(args: argparse.Namespace) -> int:
+    from .contract import Options, UntestableDefinitions, report_lines, run_contract, select
+    from .contract_junit import write_junit
+
+    try:
+        catalog = _catalog(args)
+    except DefinitionsInvalid as exc:
+        raise UntestableDefinitions(exc.problems) from None
+    for warning in catalog.warnings:
+        print(warning, file=sys.stderr)
+    try:
+        tools = select(catalog, args.tool, args.toolset)
+    except UnknownTool as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    options = Options(samples=args.samples, seed=args.seed, live=args.live, include_writes=args.include_writes,
+                      generated=args.generated, time_budget_s=args.time_budget)
+    print(f"testing {len(tools)} tool(s) in {catalog.root} (version {catalog.version})")
+    reports = asyncio.run(run_contract(catalog, tools, options))
+    for line in report_lines(reports):
+        print(line)
+    if args.junit:
+        write_junit(reports, args.junit)
+    return 1 if any(report.status == "failed" for report in reports) else 0
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -1,0 +1,66 @@
+"""Argument sets drawn from a tool's input schema, for ``tool-gateway test`` (``gateway.contract``).
+
+``hypothesis-jsonschema`` turns the schema into a Hypothesis strategy; Hypothesis draws from it. Both come with
+the ``contract`` extra and are imported only here, only when asked: without them ``tool-gateway test`` still runs
+the examples (``DrawsUnavailable`` says what to install).
+
+Hypothesis is made to draw, not to test: it runs with a fixed seed (the same draws on every run, so a CI failure
+can be reproduced), generation only (no shrinking, no replay of past failures, no example database written to
+the working directory), health checks off (a slow or filtering schema is not an error here) and no output. The
+drawing stops at a deadline, so one tool with a costly schema cannot stall the run.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Mapping
+from typing import Any
+
+INSTALL_HINT = "install tool-gateway[contract] for generated arguments"
+
+
+class DrawsUnavailable(Exception):
+    """The contract extra is not installed."""
+
+
+class CannotDraw(Exception):
+    """The schema is one hypothesis-jsonschema cannot draw from (an unsupported keyword or format)."""
+
+
+class _OutOfTime(Exception):
+    pass
+
+
+def draw_arguments(schema: Mapping[str, Any], count: int, seed: int, tool_id: str, deadline: float) -> list[Any]:
+    """Up to ``count`` argument sets that match ``schema``; fewer when the schema allows fewer distinct values or
+    ``deadline`` (``time.monotonic()``) passes. Each tool draws its own sequence from ``seed`` and its id."""
+    try:
+        from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+        from hypothesis import seed as seeded
+        from hypothesis_jsonschema import from_schema
+    except ImportError:
+        raise DrawsUnavailable(INSTALL_HINT) from None
+    try:
+        strategy = from_schema(dict(schema))
+    except Exception as exc:  # noqa: BLE001 — hypothesis-jsonschema raises several kinds for what it cannot do
+        raise CannotDraw(f"{type(exc).__name__}: {exc}") from None
+    drawn: list[Any] = []
+
+    @seeded(seed * 1_000_003 + zlib.crc32(tool_id.encode()))
+    @settings(max_examples=count, database=None, deadline=None, derandomize=False, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet, report_multiple_bugs=False)
+    @given(strategy)
+    def draw(arguments: Any) -> None:
+        if time.monotonic() > deadline:
+            raise _OutOfTime
+        drawn.append(arguments)
+
+    try:
+        draw()
+    except _OutOfTime:
+        pass
+    except Exception as exc:  # noqa: BLE001 — the strategy failed while drawing (an unsatisfiable schema)
+        if not drawn:
+            raise CannotDraw(f"{type(exc).__name__}: {exc}") from None
+    return drawn
