@@ -17,9 +17,9 @@ What a kind must do:
 - Be quick or bounded: the framework waits ``env.deadline`` (``time.monotonic()``) at most for it, then uses the
   last expansion this process had for the same declaration, marked stale; a kind that fetches over the network
   bounds its own timeouts by ``env.remaining()`` too.
-- Cache what is unchanged: return the *same* ``Expansion`` object when nothing changed since the last call (the
-  framework then reuses the generated definitions, and the build reuses the built tools), e.g. keyed by the
-  declaration and the digest of the document read.
+- Cache what is unchanged: return the *same* ``tools`` tuple (the same object; the status may be new) when nothing
+  changed since the last call (the framework then reuses the generated definitions, and the build reuses the built
+  tools), e.g. keyed by the declaration and the digest of the document read.
 - Never raise for an upstream that is down: return the last known tools (``gateway.sources.cache`` keeps them
   on disk across restarts) with ``status["stale"] = True`` and ``status["error"]`` saying why, or no tools and a
   problem. An exception from ``expand`` is reported as a problem of the source (the build goes on).

@@ -15,8 +15,9 @@ for every kind turn what the upstream offers into tool definitions.
                removes it from what the LLM sees and merges it into the arguments at call time
                (``gateway.hidden_arguments``), for every kind
 
-The definitions generated from one (declaration, expansion) pair are kept (weakly, by the declaration, which the
-loader returns unchanged for an unchanged file), so a reload with nothing new upstream rebuilds nothing.
+The definitions generated from a declaration and an expansion's ``tools`` are kept (weakly, by the declaration,
+which the loader returns unchanged for an unchanged file; and by the identity of the tools tuple, which a kind
+returns again when nothing changed upstream), so a reload with nothing new upstream rebuilds nothing.
 """
 
 from __future__ import annotations
@@ -71,8 +72,9 @@ class _Generated:
 # (an abandoned build may still write here: a lock, and only whole values).
 _last: OrderedDict[str, Expansion] = OrderedDict()
 _last_lock = threading.Lock()
-# declaration -> (expansion, definitions generated from the pair)
-_generated: weakref.WeakKeyDictionary[SourceDeclaration, tuple[Expansion, _Generated]] = weakref.WeakKeyDictionary()
+# declaration -> (the expansion's tools, definitions generated from the pair)
+_generated: weakref.WeakKeyDictionary[SourceDeclaration, tuple[tuple[UpstreamTool, ...], _Generated]] = (
+    weakref.WeakKeyDictionary())
 
 
 def expand_sources(sources: Sequence[SourceDeclaration], env: SourceEnv) -> SourceTools:
@@ -91,7 +93,9 @@ def expand_sources(sources: Sequence[SourceDeclaration], env: SourceEnv) -> Sour
         problems += expansion.problems
         problems += generated.problems
         status.append(_status(source, expansion, generated))
-        digest.update(f"{source.id}\0{generated.digest}\0".encode())
+        # Freshness is part of the version: a source turning stale (or fresh again) is a new catalog, seen on /status.
+        digest.update(f"{source.id}\0{generated.digest}\0{expansion.status.get('stale')}\0"
+                      f"{expansion.status.get('error')}\0".encode())
     return SourceTools(tuple(tools), tuple(problems), tuple(status), digest.hexdigest())
 
 
@@ -131,10 +135,10 @@ def _outcome(source: SourceDeclaration, future: Any, env: SourceEnv) -> Expansio
 
 def _generate_once(source: SourceDeclaration, expansion: Expansion) -> _Generated:
     before = _generated.get(source)
-    if before is not None and before[0] is expansion:
+    if before is not None and before[0] is expansion.tools:
         return before[1]
     generated = generate(source, expansion)
-    _generated[source] = (expansion, generated)
+    _generated[source] = (expansion.tools, generated)
     return generated
 
 
@@ -175,8 +179,7 @@ def generate(source: SourceDeclaration, expansion: Expansion) -> _Generated:
         problems += tool_problems
         if not tool_problems and not hide_problems:
             tools.append(tool)
-    digest = hashlib.sha256(json.dumps([_key(source), [asdict(t) for t in expansion.tools],
-                                        bool(expansion.status.get("stale")), expansion.status.get("error")],
+    digest = hashlib.sha256(json.dumps([_key(source), [asdict(t) for t in expansion.tools]],
                                        sort_keys=True, default=str).encode()).hexdigest()
     return _Generated(tuple(tools), tuple(problems), digest)
 
