@@ -28,6 +28,7 @@ import difflib
 import json
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,7 @@ import httpx
 from ..catalog import Catalog
 from ..context import CallContext
 from ..errors import ArgumentsInvalid, GatewayError, ToolError
+from ..events import Activity, current_call
 from ..formats import restore_arguments
 from ..invoke import (
     ToolResult,
@@ -51,7 +53,7 @@ from .config import LoopConfig
 from .handoff import Handoffs, last_user_index
 from .models import ModelNames
 from .offer import MayUse, Offer, Offered, choose_tools
-from .providers import HttpProvider, ModelReply, ModelRequest, ToolCall, make_provider
+from .providers import HttpProvider, ModelReply, ModelRequest, ProviderTimeout, ToolCall, make_provider
 from .providers.base import Sleep, new_call_id, text_of
 from .request import ChatRequest, InvalidRequest
 from .trace import ToolExecution
@@ -161,6 +163,12 @@ class Turn:
         self.trace: list[ToolExecution] = []
         self.texts: list[str] = []
         self.usage: Counter[str] = Counter()
+        self.requests = 0  # LLM requests sent in this request
+        config = self.provider.config
+        # This request on the event stream; the tracer hands its span's traceparent to what it starts (headers).
+        self.activity = Activity("chat", {
+            "provider": config.name, "provider_kind": config.kind, "model": self.model, "surface": "chat",
+            "caller": caller_name, "conversation_id": request.conversation_id, "traceparent": request.traceparent})
 
     async def accept(self) -> None:
         """Expand handed-back messages and take the caller's results (they pass through their tools' filters,
@@ -175,7 +183,26 @@ class Turn:
         self.base = len(self.messages)  # from here on, messages are the gateway's own
 
     async def run(self) -> AsyncIterator[Event]:
-        """The events of this request; the last is ``Finished``."""
+        """The events of this request; the last is ``Finished``. The request is told to the catalog's event stream
+        as a ``chat`` activity, around its LLM requests (``llm`` activities) and tool calls, then as a
+        ``chat_turn`` event counting its LLM requests."""
+        events = self.catalog.events
+        events.begin(self.activity)
+        outcome = "cancelled"  # a caller gone away closes this generator where it waits, with GeneratorExit
+        try:
+            async with aclosing(self.rounds_run()) as rounds:
+                async for event in rounds:
+                    yield event
+            outcome = "ok"
+        except Exception as exc:
+            outcome = failure_outcome(exc)
+            raise
+        finally:
+            self.activity.attributes.update(requests=self.requests, **_tokens(self.usage))
+            events.end(self.activity, outcome)
+            events.emit("chat_turn", rounds=self.requests, outcome=outcome, provider=self.provider.name)
+
+    async def rounds_run(self) -> AsyncIterator[Event]:
         if self.received:
             yield Executed(tuple(self.received))
         choice = self.request.tool_choice
@@ -184,11 +211,12 @@ class Turn:
         while True:
             final = self.rounds >= self.loop.config.chat.max_round_trips
             reply = None
-            async for event in self.ask(final, choice):
-                if isinstance(event, ModelReply):
-                    reply = event
-                else:
-                    yield event
+            async with aclosing(self.ask(final, choice)) as asking:  # closed with the turn: its request ends too
+                async for event in asking:
+                    if isinstance(event, ModelReply):
+                        reply = event
+                    else:
+                        yield event
             assert reply is not None
             reply = _unique_ids(reply)
             if not reply.tool_calls or final:
@@ -243,20 +271,40 @@ class Turn:
         params = self.request.params
         if self.request.stream and self.request.include_usage:
             params = {**params, "stream_options": {"include_usage": True}}  # streamed usage is opt-in upstream too
-        request = ModelRequest(self.model, self.messages, tools, choice if tools else None, params)
-        if not self.request.stream:
-            reply = await self.provider.complete(request)
-        else:
-            reply, started = None, False
-            async for item in self.provider.stream(request):
-                if isinstance(item, ModelReply):
-                    reply = item
-                    continue
-                if not started and self.texts:
-                    item = PARAGRAPH + item
-                started = True
-                yield TextDelta(item)
-        assert reply is not None
+        config = self.provider.config
+        # One LLM request on the event stream; an observer may ask for headers to send with it (traceparent).
+        activity = Activity("llm", {
+            "provider": config.name, "provider_kind": config.kind, "model": self.model, "operation": "chat",
+            "host": self.provider.host, "port": self.provider.port,
+            "traceparent": self.activity.headers.get("traceparent")}, parent=current_call.get())
+        events = self.catalog.events
+        events.begin(activity)
+        self.requests += 1
+        outcome = "cancelled"  # closed at a yield: the caller went away
+        try:
+            request = ModelRequest(self.model, self.messages, tools, choice if tools else None, params,
+                                   activity.headers)
+            if not self.request.stream:
+                reply = await self.provider.complete(request)
+            else:
+                reply, started = None, False
+                async for item in self.provider.stream(request):
+                    if isinstance(item, ModelReply):
+                        reply = item
+                        continue
+                    if not started and self.texts:
+                        item = PARAGRAPH + item
+                    started = True
+                    yield TextDelta(item)
+            assert reply is not None
+            outcome = "ok"
+            activity.attributes.update(response_model=reply.model, finish_reason=reply.finish_reason,
+                                       **_tokens(reply.usage or {}))
+        except Exception as exc:
+            outcome = failure_outcome(exc)
+            raise
+        finally:
+            events.end(activity, outcome)
         for key, value in (reply.usage or {}).items():
             if isinstance(value, int):
                 self.usage[key] += value
@@ -309,9 +357,11 @@ class Turn:
         return list(await asyncio.gather(*(one(a) for a in answers)))
 
     def context(self, call_id: str, side: str = "server") -> CallContext:
+        # A call's trace context is this request's span when it is traced, else what the caller sent.
         return CallContext(conversation_id=self.request.conversation_id, user=self.request.user,
                            tool_call_id=call_id, side=side, metadata=dict(self.request.metadata), surface="chat",
-                           caller=self.principal[0])
+                           caller=self.principal[0],
+                           traceparent=self.activity.headers.get("traceparent") or self.request.traceparent)
 
     async def accept_results(self) -> list[ToolExecution]:
         """Take the caller's results for the calls of the last assistant message, when the request ends with them.
@@ -373,7 +423,21 @@ class Turn:
         return self.finished(content, calls, "tool_calls", model)
 
     def finished(self, content: str, calls: tuple[ToolCall, ...], reason: str, model: str) -> Finished:
+        self.activity.attributes.update(finish_reason=reason, response_model=model)
         return Finished(content, calls, reason, model, dict(self.usage) or None, tuple(self.trace))
+
+
+def failure_outcome(exc: Exception) -> str:
+    """An LLM request's or a turn's outcome when ``exc`` ended it (the words of ``gateway.events``)."""
+    if isinstance(exc, ProviderTimeout):
+        return "timeout"
+    return "error" if isinstance(exc, GatewayError) else "failed"
+
+
+def _tokens(usage: Mapping[str, int]) -> dict[str, int]:
+    """Token counts by the event stream's names (the loop keeps OpenAI's)."""
+    names = {"prompt_tokens": "input_tokens", "completion_tokens": "output_tokens"}
+    return {names[key]: value for key, value in usage.items() if key in names}
 
 
 def tool_message(call_id: str, result: ToolResult) -> dict[str, Any]:

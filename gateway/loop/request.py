@@ -57,6 +57,7 @@ class ChatRequest:
     conversation_id: str | None = None
     user: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    traceparent: str | None = None  # the caller's W3C trace context (the traceparent header), when it sent one
 
     @property
     def latest_user_text(self) -> str:

@@ -62,6 +62,7 @@ from .release import release
 
 log = logging.getLogger("gateway.mcp")
 PAGE_SIZE = 500
+TRACEPARENT_META = "traceparent"  # _meta key of a W3C trace context (the MCP SDK's own key), before the header
 SESSION_META = "gateway/session"  # _meta key naming the browser bridge session that may run client tools
 CONVERSATION_META = "gateway/conversation_id"
 
@@ -297,6 +298,7 @@ def _context(ctx: ServerRequestContext[Any], caller: Caller, meta: Any) -> CallC
         side="client" if session else "server",  # a named page runs scope-all tools
         surface="mcp",
         caller=caller.name,
+        traceparent=_meta_text(meta, TRACEPARENT_META) or headers.get("traceparent"),
     )
 
 

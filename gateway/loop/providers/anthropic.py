@@ -68,7 +68,7 @@ class AnthropicProvider(HttpProvider):
         return body
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        data = await self.post_json("/v1/messages", self.body(request, stream=False))
+        data = await self.post_json("/v1/messages", self.body(request, stream=False), request.headers)
         if not isinstance(data, dict) or not isinstance(data.get("content"), list):
             raise ProviderError(f"LLM provider '{self.name}' answered without content blocks.")
         with self.malformed():
@@ -81,7 +81,7 @@ class AnthropicProvider(HttpProvider):
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelReply]:
         """Text as it arrives, then the whole reply."""
         events = _Events(request.model)
-        async for event, data in self.events("/v1/messages", self.body(request, stream=True)):
+        async for event, data in self.events("/v1/messages", self.body(request, stream=True), request.headers):
             kind = data.get("type", event) if isinstance(data, dict) else event
             if kind == "error":
                 raise self.stream_error(data if isinstance(data, dict) else {})

@@ -61,6 +61,7 @@ class ModelRequest:
     tools: list[dict[str, Any]] = field(default_factory=list)  # already in the provider's declaration format
     tool_choice: Any = None  # OpenAI vocabulary: "auto" | "required" | "none" | {"type": "function", ...}
     params: Mapping[str, Any] = field(default_factory=dict)  # temperature, max_tokens, ... (OpenAI names)
+    headers: Mapping[str, str] = field(default_factory=dict)  # sent on as they are (the trace's traceparent)
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,8 @@ class HttpProvider(abc.ABC):
         self._http_client = http_client
         self._sleep = sleep
         self._timeout = httpx.Timeout(config.timeout_s, connect=min(config.timeout_s, 10.0))
+        url = httpx.URL(config.base_url)
+        self.host, self.port = url.host, url.port or (443 if url.scheme == "https" else 80)  # for the event stream
 
     @abc.abstractmethod
     def auth_headers(self, api_key: str | None) -> dict[str, str]:
@@ -153,11 +156,14 @@ class HttpProvider(abc.ABC):
         return headers, values
 
     @asynccontextmanager
-    async def post(self, path: str, body: dict[str, Any], *, stream: bool = False) -> AsyncIterator[httpx.Response]:
-        """POST ``body`` to ``base_url + path``; yields a successful response (open for reading when streaming)."""
+    async def post(self, path: str, body: dict[str, Any], extra: Mapping[str, str], *,
+                   stream: bool = False) -> AsyncIterator[httpx.Response]:
+        """POST ``body`` to ``base_url + path`` with the ``extra`` headers too; yields a successful response (open
+        for reading when streaming)."""
         client = self._http_client()
         url = self.config.base_url + path
         headers, values = self.headers()
+        headers = {**extra, **headers}
         content = json.dumps(body, ensure_ascii=False).encode()
         attempts = self.config.max_retries + 1
         for attempt in range(1, attempts + 1):
@@ -189,17 +195,17 @@ class HttpProvider(abc.ABC):
             log.warning("%s; retry %d of %d in %.2f s", failure, attempt, attempts - 1, wait)
             await self._sleep(wait)
 
-    async def post_json(self, path: str, body: dict[str, Any]) -> Any:
-        async with self.post(path, body) as response, self.reading():
+    async def post_json(self, path: str, body: dict[str, Any], extra: Mapping[str, str]) -> Any:
+        async with self.post(path, body, extra) as response, self.reading():
             await response.aread()
         try:
             return response.json()
         except ValueError:
             raise ProviderError(f"LLM provider '{self.name}' answered with a body that is not JSON.") from None
 
-    async def events(self, path: str, body: dict[str, Any]) -> AsyncIterator[tuple[str, Any]]:
+    async def events(self, path: str, body: dict[str, Any], extra: Mapping[str, str]) -> AsyncIterator[tuple[str, Any]]:
         """The server-sent events of a streamed answer as (event name, parsed JSON data)."""
-        async with self.post(path, body, stream=True) as response, self.reading():
+        async with self.post(path, body, extra, stream=True) as response, self.reading():
             async for event, data in sse_events(response):
                 if data == "[DONE]":
                     return

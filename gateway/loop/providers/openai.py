@@ -42,7 +42,7 @@ class OpenAIProvider(HttpProvider):
         return body
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        data = await self.post_json("/chat/completions", self.body(request, stream=False))
+        data = await self.post_json("/chat/completions", self.body(request, stream=False), request.headers)
         choices = data.get("choices") if isinstance(data, dict) else None
         if not choices or not isinstance(choices[0], dict) or not isinstance(choices[0].get("message"), dict):
             raise ProviderError(f"LLM provider '{self.name}' answered without a message (no choices[0].message).")
@@ -55,7 +55,7 @@ class OpenAIProvider(HttpProvider):
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelReply]:
         """Text as it arrives, then the whole reply."""
         chunks = _Chunks(request.model)
-        async for _, data in self.events("/chat/completions", self.body(request, stream=True)):
+        async for _, data in self.events("/chat/completions", self.body(request, stream=True), request.headers):
             if isinstance(data, dict) and data.get("error"):
                 raise self.stream_error(data)
             with self.malformed():
