@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 # Module names below gateway.observe; each has ``make(gateway) -> Observer | None``. Order matters only for
 # ``begin``: a tracer listed before the call log makes the trace id known to the line the call log writes.
 CONSUMERS: tuple[str, ...] = (
+    "tracing",
     "reloads",
     "live",
     "calllog",

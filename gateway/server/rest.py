@@ -116,6 +116,7 @@ class RestApi:
             side="client" if headers.get("x-gateway-session") else "server",  # a named page runs scope-all tools
             surface="rest",
             caller=caller.name,
+            traceparent=headers.get("traceparent"),
         )
         result = await invoke(catalog, tool.id, arguments, context)
         return Response(dumps(result.as_dict()), media_type="application/json")
