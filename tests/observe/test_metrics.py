@@ -205,6 +205,18 @@ def test_refused_credentials_are_counted_by_surface_and_reason(auth_served):
         ("rest", "missing"): 2, ("rest", "invalid"): 1, ("admin", "forbidden"): 1}
 
 
+@pytest.mark.xfail(strict=True, reason="needs gateway/server/mcp.py and chat.py to call errors.refused")
+def test_refusals_on_mcp_and_chat_are_counted_too(auth_served):
+    """The MCP and chat surfaces, which render their own errors, count their refusals like the others."""
+    assert httpx.post(f"{auth_served}/mcp", json={}).status_code == 401
+    assert httpx.post(f"{auth_served}/mcp", json={}, headers=bearer("wrong")).status_code == 401
+    assert httpx.get(f"{auth_served}/v1/models").status_code == 401
+    assert httpx.post(f"{auth_served}/v1/chat/completions", json={}, headers=bearer("wrong")).status_code == 401
+    samples = scrape(auth_served, bearer(SCRAPER_KEY))
+    assert series(samples, "tool_gateway_auth_failures_total", "surface", "reason") == {
+        ("mcp", "missing"): 1, ("mcp", "invalid"): 1, ("chat", "missing"): 1, ("chat", "invalid"): 1}
+
+
 def _outward_address() -> str | None:
     """An address of this machine other than loopback, if it has one (no packet is sent)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
