@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from fake_llm import FakeLLM, Reply, openai_provider
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from prometheus_client.parser import text_string_to_metric_families
@@ -24,7 +25,7 @@ from starlette.routing import Route
 from support import free_port, serving
 from websockets.asyncio.client import connect
 
-from gateway.events import Activity, Observer
+from gateway.events import Observer
 from gateway.runtime import Gateway
 from gateway.server import create_app
 from gateway.settings import ApiKey, Settings, hash_key
@@ -265,28 +266,28 @@ def test_slo_figures_are_read_from_the_slo_observer_at_scrape_time(definitions):
     assert series(samples, "tool_gateway_tool_slo_holds", "tool") == {("add",): 0}
 
 
-def test_llm_requests_and_chat_turns_are_counted_from_their_events(definitions):
-    """LLM activities count requests by provider and outcome, their latency and tokens (missing ones skipped);
-    chat_turn events fill the rounds-per-turn histogram."""
-    with running(definitions) as served:
-        events = served.gateway.events
-        for attributes, outcome in (({"provider": "openai", "model": "m", "input_tokens": 12, "output_tokens": 5},
-                                     "ok"),
-                                    ({"provider": "openai", "model": "m"}, "error"),
-                                    ({"provider": "anthropic", "model": "c", "input_tokens": 3}, "ok")):
-            with events.activity(Activity("llm", attributes)) as request:
-                request.outcome = outcome
-        events.emit("chat_turn", rounds=2, outcome="ok", provider="openai")
-        events.emit("chat_turn", rounds=1, outcome="ok", provider="openai")
-        samples = scrape(served.url)
-    assert series(samples, "tool_gateway_llm_requests_total", "provider", "outcome") == {
-        ("openai", "ok"): 1, ("openai", "error"): 1, ("anthropic", "ok"): 1}
-    assert series(samples, "tool_gateway_llm_request_duration_seconds_count", "provider") == {
-        ("openai",): 2, ("anthropic",): 1}
+def test_a_chat_turn_counts_its_llm_requests_tokens_rounds_and_tool_calls(definitions, monkeypatch):
+    """A chat turn that calls a tool, then answers: two LLM requests by provider with their tokens, one turn of
+    two rounds, and the tool call under the chat surface."""
+    monkeypatch.setenv("FAKE_LLM_KEY", "sk-test-metrics")
+    llm = FakeLLM()
+    llm_app = Starlette(routes=[Route("/v1/chat/completions", llm.handle, methods=["POST"])])
+    with serving(llm_app) as llm_server:
+        llm.url = llm_server.url
+        llm.answer(Reply(tool_calls=[("c1", "add", {"a": 1, "b": 2})]), Reply(content="It is 3."))
+        with running(definitions, providers={"scripted": openai_provider(llm)}) as served:
+            answer = httpx.post(f"{served.url}/v1/chat/completions", timeout=30,
+                                json={"messages": [{"role": "user", "content": "1 + 2?"}]})
+            assert answer.status_code == 200, answer.text
+            samples = scrape(served.url)
+    assert series(samples, "tool_gateway_llm_requests_total", "provider", "outcome") == {("scripted", "ok"): 2}
+    assert series(samples, "tool_gateway_llm_request_duration_seconds_count", "provider") == {("scripted",): 2}
+    # The scripted LLM reports 10 prompt and 5 completion tokens per answer.
     assert series(samples, "tool_gateway_llm_tokens_total", "provider", "type") == {
-        ("openai", "input"): 12, ("openai", "output"): 5, ("anthropic", "input"): 3}
-    assert series(samples, "tool_gateway_chat_rounds_count", "provider") == {("openai",): 2}
-    assert series(samples, "tool_gateway_chat_rounds_sum", "provider") == {("openai",): 3}
+        ("scripted", "input"): 20, ("scripted", "output"): 10}
+    assert series(samples, "tool_gateway_chat_rounds_count", "provider") == {("scripted",): 1}
+    assert series(samples, "tool_gateway_chat_rounds_sum", "provider") == {("scripted",): 2}
+    assert series(samples, "tool_gateway_calls_total", "tool", "surface", "outcome") == {("add", "chat", "ok"): 1}
 
 
 @pytest.mark.xfail(strict=True, reason="needs gateway/server/client.py to hand gateway.events to its Bridge")
