@@ -130,23 +130,28 @@ def _whole_tool_skip(tool: Tool, options: Options) -> str:
 
 async def _test_tool(catalog: Catalog, tool: Tool, options: Options, tracebacks: dict[str, str]) -> ToolReport:
     report = ToolReport(tool.id, _where(catalog, tool, ["id"]), [], _whole_tool_skip(tool, options))
-    examples = tool.definition.examples
-    for index, example in enumerate(examples):
-        name = f"example {index + 1}" + (f": {example['title']}" if example.get("title") else "")
-        where = _where(catalog, tool, ["examples", index])
-        if report.skipped:
-            report.cases.append(Case(name, SKIPPED, where, report.skipped))
-            continue
-        started = time.perf_counter()
-        result = await invoke(catalog, tool.id, example.get("arguments", {}), CallContext(surface=SURFACE))
-        unmet = unmet_expectations(tool, example.get("expect") or {}, result)
-        prefix = f"{where}: {tool.id} {example_name(example, index)}: "
-        report.cases.append(Case(name, FAILED if unmet else PASSED, where, unmet[0] if unmet else "",
-                                 [prefix + line for line in unmet], tracebacks.pop(tool.id, "") if unmet else "",
-                                 duration_s=time.perf_counter() - started))
-        tracebacks.pop(tool.id, None)
+    for index, example in enumerate(tool.definition.examples):
+        report.cases.append(await _example(catalog, tool, index, example, report.skipped, tracebacks))
     report.cases.append(await _generated(catalog, tool, options, report, tracebacks))
     return report
+
+
+async def _example(catalog: Catalog, tool: Tool, index: int, example: Mapping[str, Any], skipped: str,
+                   tracebacks: dict[str, str]) -> Case:
+    title = example.get("title")
+    name = f"example {index + 1}" + (f": {title}" if title else "")
+    where = _where(catalog, tool, ["examples", index])
+    if skipped:
+        return Case(name, SKIPPED, where, skipped)
+    started = time.perf_counter()
+    result = await invoke(catalog, tool.id, example.get("arguments", {}), CallContext(surface=SURFACE))
+    duration = time.perf_counter() - started
+    traceback = tracebacks.pop(tool.id, "")
+    unmet = unmet_expectations(tool, example.get("expect") or {}, result)
+    if not unmet:
+        return Case(name, PASSED, where, duration_s=duration)
+    prefix = f"{where}: {tool.id} {example_name(example, index)}: "
+    return Case(name, FAILED, where, unmet[0], [prefix + line for line in unmet], traceback, duration_s=duration)
 
 
 def unmet_expectations(tool: Tool, expect: Mapping[str, Any], result: ToolResult) -> list[str]:

@@ -13,6 +13,7 @@ drawing stops at a deadline, so one tool with a costly schema cannot stall the r
 from __future__ import annotations
 
 import time
+import warnings
 import zlib
 from collections.abc import Mapping
 from typing import Any
@@ -34,7 +35,20 @@ class _OutOfTime(Exception):
 
 def draw_arguments(schema: Mapping[str, Any], count: int, seed: int, tool_id: str, deadline: float) -> list[Any]:
     """Up to ``count`` argument sets that match ``schema``; fewer when the schema allows fewer distinct values or
-    ``deadline`` (``time.monotonic()``) passes. Each tool draws its own sequence from ``seed`` and its id."""
+    ``deadline`` (``time.monotonic()``) passes. Each tool draws its own sequence from ``seed`` and its id.
+
+    What hypothesis-jsonschema warns about (a pattern Python's ``re`` cannot read) is part of the answer, not
+    noise on stderr: ``CannotDraw`` carries it when nothing could be drawn."""
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        try:
+            return _draw(schema, count, seed, tool_id, deadline)
+        except CannotDraw as exc:
+            told = "; ".join(_first_sentence(str(w.message)) for w in warned)
+            raise CannotDraw(f"{exc} ({told})" if told else str(exc)) from None
+
+
+def _draw(schema: Mapping[str, Any], count: int, seed: int, tool_id: str, deadline: float) -> list[Any]:
     try:
         from hypothesis import HealthCheck, Phase, Verbosity, given, settings
         from hypothesis import seed as seeded
@@ -44,7 +58,7 @@ def draw_arguments(schema: Mapping[str, Any], count: int, seed: int, tool_id: st
     try:
         strategy = from_schema(dict(schema))
     except Exception as exc:  # noqa: BLE001 — hypothesis-jsonschema raises several kinds for what it cannot do
-        raise CannotDraw(f"{type(exc).__name__}: {exc}") from None
+        raise CannotDraw(_first_sentence(f"{type(exc).__name__}: {exc}")) from None
     drawn: list[Any] = []
 
     @seeded(seed * 1_000_003 + zlib.crc32(tool_id.encode()))
@@ -62,5 +76,9 @@ def draw_arguments(schema: Mapping[str, Any], count: int, seed: int, tool_id: st
         pass
     except Exception as exc:  # noqa: BLE001 — the strategy failed while drawing (an unsatisfiable schema)
         if not drawn:
-            raise CannotDraw(f"{type(exc).__name__}: {exc}") from None
+            raise CannotDraw(_first_sentence(f"{type(exc).__name__}: {exc}")) from None
     return drawn
+
+
+def _first_sentence(text: str) -> str:
+    return text.split(". ")[0].rstrip(".")

@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
-from .contract import FAILED, SKIPPED, ToolReport
+from .contract import FAILED, SKIPPED, Case, ToolReport
 
 _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -33,9 +33,9 @@ def junit_xml(reports: Sequence[ToolReport]) -> ET.ElementTree:
         suite = ET.SubElement(root, "testsuite", name=_text(report.tool))
         file, line = _location(report.where)
         for case in report.cases:
+            case_file, case_line = _location(case.where)
             element = ET.SubElement(suite, "testcase", classname=_text(report.tool), name=_text(case.name),
-                                    file=_text(_location(case.where)[0]), line=_location(case.where)[1],
-                                    time=f"{case.duration_s:.3f}")
+                                    file=_text(case_file), line=case_line, time=f"{case.duration_s:.3f}")
             if case.status == FAILED:
                 failure = ET.SubElement(element, "failure", message=_text(case.message), type="ContractFailure")
                 failure.text = _text("\n".join([*case.failures, *([case.traceback] if case.traceback else [])]))
@@ -55,7 +55,7 @@ def write_junit(reports: Sequence[ToolReport], path: str | Path) -> None:
     tree.write(target, encoding="utf-8", xml_declaration=True)
 
 
-def _count(element: ET.Element, cases: Sequence, **attributes: str) -> None:
+def _count(element: ET.Element, cases: Sequence[Case], **attributes: str) -> None:
     element.set("tests", str(len(cases)))
     element.set("failures", str(sum(case.status == FAILED for case in cases)))
     element.set("errors", "0")  # a crash of the tester itself ends the run; every finding is a failure

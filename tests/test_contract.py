@@ -240,3 +240,35 @@ def test_live_runs_the_http_examples_against_a_serving_gateway(examples_dir: Pat
     assert {tool_line(done.stdout, t)[:4] for t in ("search_stations", "get_station", "add_reading")} == {"PASS"}
     assert "5 generated" in tool_line(done.stdout, "get_station")
     assert "--include-writes" in tool_line(done.stdout, "add_reading")
+
+
+def test_the_time_budget_stops_the_generated_calls(capsys):
+    """A tool's time budget bounds its generated arguments: at zero none is drawn, the report says the budget
+    stopped it, and that is no failure."""
+    assert main(["test", str(EXAMPLES), "--tool", "sum", "--time-budget", "0"]) == 0
+    line = tool_line(capsys.readouterr().out, "sum")
+    assert "0 generated, stopped by the time budget" in line and "examples 2/2 passed" in line
+
+
+def test_a_schema_nothing_can_be_drawn_from_is_skipped_with_the_reason(write_definitions, capsys):
+    """An input schema hypothesis-jsonschema cannot draw from skips the generated arguments, saying why."""
+    root = write_definitions({"tools.yaml": """
+        tools:
+          - id: never
+            name: Never
+            user_description: Takes a number no number is.
+            ai_description: Takes n.
+            input_schema: {type: object, properties: {n: {type: integer, minimum: 5, maximum: 1}}, required: [n]}
+            binding: {python: "nothing:never"}
+            annotations: {read_only: true}
+        """, "python/nothing.py": "def never(n):\n    return n\n"})
+    assert main(["test", str(root)]) == 0
+    captured = capsys.readouterr()
+    assert "generated skipped: cannot draw arguments from the input schema: Unsatisfiable" in tool_line(
+        captured.out, "never")
+    assert "Traceback" not in captured.err
+
+
+def test_the_shipped_examples_can_all_pass():
+    """No shipped example has arguments its tool refuses or an expectation its tool can never meet."""
+    assert example_problems_of(EXAMPLES) == ""
