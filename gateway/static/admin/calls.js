@@ -57,8 +57,11 @@ export async function render(main) {
           [["Id", h("code", full.id)], ["Time", new Date(full.at * 1000).toLocaleString()], ["Caller", full.caller || "—"],
             ["User", full.user || "—"], ["Surface", full.surface || "—"], ["Outcome", full.outcome || "—"],
             ["Duration", ms(full.duration_ms)]].map(([term, value]) => [h("dt", term), h("dd", value)])),
-        h("h3", "Arguments"), codeBlock(full.arguments ?? null, {tabindex: "0", "aria-label": "Arguments", className: "call-arguments"}),
-        h("h3", "Result"), codeBlock(full.result ?? null, {tabindex: "0", "aria-label": "Result", className: "call-result"}));
+        h("h3", "Arguments"),
+        full.arguments_hidden ? h("p.empty", "Not kept: the tool's audit settings leave its arguments out.")
+          : recorded(full.arguments, full.arguments_truncated, "Arguments", "call-arguments"),
+        full.error ? [h("h3", "Error"), h("p.error-text", full.error)] : null,
+        h("h3", "Result"), recorded(full.result, full.result_truncated, "Result", "call-result"));
     } catch (error) {
       fill(detail, h("h2#detail-heading", "Call"), notice("error", describe(error)));
     }
@@ -100,4 +103,18 @@ export async function render(main) {
   }
 
   return () => abort.abort();
+}
+
+// The gateway keeps arguments and results as JSON text (cut when long, secrets redacted): shown indented when
+// they parse, as they are when cut.
+function recorded(text, truncated, label, className) {
+  if (text === null || text === undefined) return h("p.empty", "None.");
+  let shown = text;
+  if (typeof text === "string") {
+    try {
+      shown = JSON.parse(text);
+    } catch { /* cut or not JSON: the text itself */ }
+  }
+  return [codeBlock(shown, {tabindex: "0", "aria-label": label, className}),
+    truncated ? h("p.hint", "Cut: the gateway keeps the first part only.") : null];
 }

@@ -122,9 +122,10 @@ function marked(text, column) {
 function reloadTable(reloads) {
   if (!reloads.length) return h("p.empty", "No reload yet.");
   const list = (value) => (Array.isArray(value) ? (value.length ? value.join(", ") : "—") : String(value ?? "—"));
-  return table("Reload history", ["Time", "Outcome", "Duration", "Version", "Tools", "Added", "Removed", "Changed", "Problems"],
-    [...reloads].reverse(), (r) => [
+  return table("Reload history", ["Time", "Trigger", "Outcome", "Duration", "Version", "Tools", "Added", "Removed", "Changed", "Problems"],
+    reloads, (r) => [ // newest first, as the gateway keeps them
       time(r.at),
+      r.trigger || (r.initial ? "start" : "—"),
       h(`span.badge.${r.ok ? "ok" : "bad"}`, r.ok ? (r.changed ? "ok" : "ok, unchanged") : r.timed_out ? "timed out" : "failed"),
       ms(r.duration_ms),
       r.version ? h("code", r.version) : "—",

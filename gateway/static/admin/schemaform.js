@@ -77,7 +77,7 @@ function build(schema, ctx) {
 // ---- pieces every field shares: label, hint, wrapper ----
 
 function labelText(schema, ctx) {
-  return [ctx.label, ctx.required ? h("span.req-mark", " (required)") : null];
+  return [ctx.label, ctx.required && !ctx.item ? h("span.req-mark", " (required)") : null];
 }
 
 function hint(schema, id) {
@@ -228,7 +228,8 @@ function group(schema, ctx, className) {
   let include = null;
   let legend;
   if (ctx.required || ctx.top) {
-    legend = h("legend.field-label", labelText(schema, ctx), h("span.type-note", ` ${typeLabel(schema)}`));
+    // A branch of a choice already sits under the choice's own legend: its legend is for screen readers only.
+    legend = h(`legend.field-label${ctx.branch ? ".visually-hidden" : ""}`, labelText(schema, ctx), h("span.type-note", ` ${typeLabel(schema)}`));
   } else {
     const id = uid(`${ctx.name}-include`);
     include = h("input", {id, type: "checkbox"});
@@ -236,7 +237,7 @@ function group(schema, ctx, className) {
     include.addEventListener("change", () => { body.hidden = !include.checked; });
     body.hidden = true;
   }
-  const element = h(`fieldset.${className}`, {dataset: {field: ctx.label}}, ctx.top ? null : legend,
+  const element = h(`fieldset.${className}${ctx.branch ? ".branch-body" : ""}`, {dataset: {field: ctx.label}}, ctx.top ? null : legend,
     schema.description && !ctx.top ? h("p.hint", schema.description) : null, body);
   return {
     element, body,
@@ -293,7 +294,7 @@ function arrayField(schema, ctx) {
 
   function add(value) {
     const field = build(schema.items, {name: `${ctx.name}-item`, label: `${ctx.label} item ${items.length + 1}`,
-      required: true, root: ctx.root, depth: ctx.depth + 1});
+      required: true, item: true, root: ctx.root, depth: ctx.depth + 1});
     const item = {field, row: null, remove: null, focus: () => field.element.querySelector("input, select, textarea")?.focus()};
     item.remove = h("button.link.small.remove", {type: "button", onclick: () => {
       items.splice(items.indexOf(item), 1);
@@ -332,7 +333,7 @@ function choiceField(branches, schema, ctx) {
   function show(index) {
     holder.replaceChildren();
     current = index === "" ? null : build(branches[Number(index)], {name: ctx.name, label: ctx.label, required: true,
-      root: ctx.root, depth: ctx.depth + 1});
+      branch: true, root: ctx.root, depth: ctx.depth + 1});
     if (current) holder.append(current.element);
   }
   select.addEventListener("change", () => show(select.value));
