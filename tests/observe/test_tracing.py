@@ -17,6 +17,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
 import yaml
 from fake_llm import FakeLLM, Reply, openai_provider
@@ -163,20 +164,26 @@ def test_rest_call_is_a_server_span_under_the_callers_traceparent(definitions):
     assert second.attributes["error.type"] == "invalid_arguments"
 
 
-async def test_mcp_call_honours_meta_traceparent(definitions):
-    """An MCP tools/call from the official client with ``_meta.traceparent`` is a SERVER span in that trace; a
-    traceparent that is not a string is an invalid-params error naming it."""
+async def test_mcp_call_honours_meta_traceparent_before_the_header(definitions):
+    """An MCP tools/call from the official client with ``_meta.traceparent`` is a SERVER span in that trace, even
+    when a traceparent header names another; without the _meta key the header's trace is used; a traceparent that
+    is not a string is an invalid-params error naming it."""
+    header_trace = "0af7651916cd43dd8448eb211c80319c"
+    headers = {"traceparent": f"00-{header_trace}-b7ad6b7169203331-01"}
     with traced(definitions) as served:
-        async with streamable_http_client(f"{served.url}/mcp") as (read, write), \
+        async with httpx2.AsyncClient(headers=headers, timeout=30) as http, \
+                streamable_http_client(f"{served.url}/mcp", http_client=http) as (read, write), \
                 ClientSession(read, write) as session:
             await session.initialize()
             result = await session.call_tool("add", {"a": 2, "b": 2}, meta={"traceparent": TRACEPARENT})
             assert result.is_error is False
+            assert (await session.call_tool("add", {"a": 2, "b": 3})).is_error is False
             with pytest.raises(MCPError, match=r'_meta\["traceparent"\] must be a string'):
                 await session.call_tool("add", {"a": 2, "b": 2}, meta={"traceparent": 7})
-        [span] = served.named("tools/call add")
-    assert hex_ids(span)[0] == TRACE_ID and parent_id(span) == PARENT_ID
-    assert span.kind is SpanKind.SERVER and span.attributes["gateway.surface"] == "mcp"
+        from_meta, from_header = served.named("tools/call add")
+    assert hex_ids(from_meta)[0] == TRACE_ID and parent_id(from_meta) == PARENT_ID
+    assert from_meta.kind is SpanKind.SERVER and from_meta.attributes["gateway.surface"] == "mcp"
+    assert hex_ids(from_header)[0] == header_trace
 
 
 def test_http_tool_sends_the_trace_upstream(definitions, upstream):
