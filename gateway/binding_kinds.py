@@ -6,5 +6,5 @@ Keeping them here lets definitions be loaded and checked without importing anyth
 
 from __future__ import annotations
 
-SERVER_BINDINGS = ("python", "http")  # the kinds that run in the gateway; "browser" runs in the page
+SERVER_BINDINGS = ("python", "http", "mcp")  # the kinds that run in the gateway; "browser" runs in the page
 PYTHON_DIR = "python"  # <definitions>/python/: modules python bindings may name without being allowed

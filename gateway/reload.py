@@ -91,6 +91,8 @@ class Reloader:
         # watchfiles logs every batch at INFO; this module says it at DEBUG.
         logging.getLogger("watchfiles.main").setLevel(logging.WARNING)
         self._rebuilder = asyncio.create_task(self._rebuild_forever(), name="gateway-reload")
+        # An upstream MCP server's tools/list_changed (or its coming back) asks for a rebuild, like a file change.
+        self.gateway.mcp_pool.start(self.trigger)
         if self.watch:
             self._follow_root()
             self._parent = self._start_watch(self.root.parent, recursive=False,

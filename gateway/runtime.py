@@ -32,6 +32,7 @@ from .catalog import Catalog, build_catalog
 from .definitions import DefinitionsCache
 from .errors import DefinitionsInvalid, Problem
 from .events import EventBus, Observer
+from .mcp_pool import McpPool
 from .settings import Settings
 from .state import SharedState, open_state
 from .sources import load_all
@@ -76,6 +77,8 @@ class Gateway:
                                              prefix=settings.cluster.get("prefix", "tool-gateway:"))
         self.replicas: Any = None  # gateway.cluster.Replicas, while the server runs
         self._http: httpx.AsyncClient | None = None
+        # Sessions to upstream MCP servers (sources: mcp), kept across catalogs; the reload service starts it.
+        self.mcp_pool = McpPool()
         # What a build reuses from the builds before it: handed to each build as it is started, replaced when a
         # build is abandoned (it may still be running, and caches serve one build at a time).
         self._caches = (DefinitionsCache(), BuildCache())
@@ -218,6 +221,7 @@ class Gateway:
         return await self.bridge.execute(session, tool_id, arguments, context)
 
     async def aclose(self) -> None:
+        await self.mcp_pool.aclose()  # stops the stdio servers it spawned
         await self.state.aclose()
         if self._http is not None:
             await self._http.aclose()

@@ -67,7 +67,7 @@ class Bound:
 
 
 # kind (the YAML key) -> module holding its build(); imported on first use.
-BINDINGS = {"python": "python", "http": "http", "browser": "browser"}
+BINDINGS = {"python": "python", "http": "http", "browser": "browser", "mcp": "mcp"}
 
 
 def builder(kind: str) -> Callable[[ToolDefinition, BuildEnv], Bound]:

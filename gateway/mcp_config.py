@@ -1,0 +1,111 @@
+"""How to reach one upstream MCP server, as a ``sources: [{mcp: {...}}]`` entry declares it.
+
+    url                 streamable HTTP endpoint (http or https)
+    headers             sent with every request; values may name secrets: ``Bearer {{ secrets.TOKEN }}``
+    command, args       a stdio server the gateway spawns (and stops when it closes)
+    env                 added to the spawned server's environment (values may name secrets)
+    cwd                 its working directory
+    connect_timeout_s   how long connecting and listing the tools may take (default 5 s)
+
+An ``UpstreamConfig`` is the key of the pooled session (``gateway.mcp_pool``): the values as written, so a changed
+declaration is a new session and an unchanged one keeps its session across reloads. Secrets are resolved when a
+connection is made, never stored here, and never part of a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from . import secrets as secret_store
+from .templates import Compiled, TemplateInvalid, compile_value
+
+if TYPE_CHECKING:
+    from .settings import Settings
+
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+TEMPLATE_NAMES = frozenset({"secrets"})  # a connection has no call arguments or context to read
+
+
+@dataclass(frozen=True)
+class UpstreamConfig:
+    source: str  # the id of the source that declares it: every message names the upstream by it
+    url: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: str | None = None
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+
+    @property
+    def transport(self) -> str:
+        return "http" if self.url is not None else "stdio"
+
+    @property
+    def target(self) -> str:
+        """Where it is, for people: the URL without credentials or query, or the command."""
+        if self.url is not None:
+            parts = urlsplit(self.url)
+            return f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
+        return " ".join([self.command or "", *self.args]).strip()
+
+    @property
+    def label(self) -> str:
+        return f"MCP server '{self.source}' ({self.target})"
+
+    @property
+    def identity(self) -> str:
+        """What names this upstream's copy on disk (``gateway.sources.cache``): where it is, not its secrets."""
+        return self.url if self.url is not None else "\0".join([self.command or "", *self.args, self.cwd or ""])
+
+    def secret_names(self) -> frozenset[str]:
+        return _compiled(self).references.secrets
+
+    def rendered(self) -> tuple[dict[str, str], dict[str, str]]:
+        """(headers, env) with their secrets filled in; ``SecretsMissing`` names any that is not set."""
+        compiled = _compiled(self)
+        values = secret_store.resolve(compiled.references.secrets)
+        rendered = compiled.render({"secrets": values})
+        return ({k: str(v) for k, v in rendered["headers"].items()}, {k: str(v) for k, v in rendered["env"].items()})
+
+
+def _compiled(config: UpstreamConfig) -> Compiled:
+    return compile_value({"headers": dict(config.headers), "env": dict(config.env)}, TEMPLATE_NAMES)
+
+
+def parse_config(source: str, spec: Mapping[str, Any], settings: Settings
+                 ) -> tuple[UpstreamConfig | None, list[tuple[tuple[str, ...], str]]]:
+    """The config of an ``mcp:`` mapping (already schema-checked), or None and every problem as (path, message)."""
+    problems: list[tuple[tuple[str, ...], str]] = []
+    url, command = spec.get("url"), spec.get("command")
+    if (url is None) == (command is None):
+        problems.append(((), "give either 'url' (streamable HTTP) or 'command' (stdio), not both or neither"))
+    if url is not None and urlsplit(str(url)).scheme.lower() not in ("http", "https"):
+        problems.append((("url",), f"'{url}' is not an http(s) URL"))
+    if url is None and spec.get("headers"):
+        problems.append((("headers",), "headers are sent over HTTP: a stdio server ('command') takes 'env'"))
+    if command is None and (spec.get("args") or spec.get("env") or spec.get("cwd")):
+        problems.append(((), "args, env and cwd describe a stdio server: give 'command' with them"))
+    config = UpstreamConfig(
+        source=source,
+        url=str(url) if url is not None else None,
+        headers=tuple((str(k), str(v)) for k, v in (spec.get("headers") or {}).items()),
+        command=str(command) if command is not None else None,
+        args=tuple(str(a) for a in spec.get("args") or ()),
+        env=tuple((str(k), str(v)) for k, v in (spec.get("env") or {}).items()),
+        cwd=str(spec["cwd"]) if spec.get("cwd") is not None else None,
+        connect_timeout_s=float(spec.get("connect_timeout_s", DEFAULT_CONNECT_TIMEOUT_S)),
+    )
+    try:
+        compiled = _compiled(config)
+    except TemplateInvalid as exc:
+        problems += [(tuple(str(p) for p in path), message) for path, message in exc.problems]
+        return None, problems
+    for name in sorted(compiled.references.secrets):
+        refused = secret_store.refusal(name, settings)
+        if refused is not None:
+            problems.append(((), refused))
+    return (None if problems else config), problems

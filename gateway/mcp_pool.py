@@ -1,0 +1,414 @@
+"""Pooled client sessions to upstream MCP servers, one per connection config, for the life of the gateway.
+
+The ``Gateway`` owns one ``McpPool``; catalogs come and go, sessions stay: a reload whose sources did not change
+reuses every session, a changed ``mcp:`` mapping (``UpstreamConfig``) is a new session, and a session no built
+tool holds any more (its tools' executors were collected with their catalog) is closed.
+
+Each ``Connection`` is one long-lived task on the gateway's event loop that enters the official client
+(``mcp.Client``: streamable HTTP or a spawned stdio server, protocol negotiated with ``mode="auto"``), serves
+until the connection ends, and leaves the client in that same task (the SDK's task groups demand it). Calls are
+made from the callers' own tasks on the entered client. When the upstream drops, the task reconnects with
+capped exponential backoff; a call meanwhile fails at once, naming the upstream (or, when the last attempt is
+older than ``RETRY_ON_CALL_S``, wakes the task and waits for one attempt), so an upstream restarted mid-use heals
+by itself. A 2025-11-25 session the upstream no longer knows (it restarted: HTTP 404) is reconnected and the
+call, which the upstream never ran, is sent once more.
+
+The upstream's ``tools/list_changed`` (a notification on 2025-11-25 sessions, a ``subscriptions/listen`` event
+on 2026-07-28 ones) calls ``on_change`` (the reload service's trigger); so does a reconnect whose listing
+differs from the one the last build read, and an upstream going down (``/status`` shows it stale).
+
+Before the pool is started on a loop (the first build, which runs before the server's loop does; the CLI),
+``list_tools_blocking`` opens a session of its own in the calling thread for one listing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import threading
+import time
+import weakref
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError
+from mcp.shared.exceptions import MCPError
+
+from . import secrets as secret_store
+from .mcp_config import UpstreamConfig
+from .upstream import backoff
+
+log = logging.getLogger("gateway.mcp_pool")
+
+RETRY_ON_CALL_S = 0.5  # a call to a down upstream tries to connect if no attempt was made for this long
+SSE_READ_TIMEOUT_S = 300.0  # a listen or GET stream stays open this long without a byte (the SDK's default)
+CALL_READ_TIMEOUT_S = 3600.0  # the tool's own timeout (invoke) bounds a call; this only lifts the client's
+CLOSE_GRACE_S = 5.0  # an unused session is closed this long after its last holder let go
+
+
+class UpstreamUnavailable(Exception):
+    """The upstream cannot be reached now; the message names it and says why (never a secret)."""
+
+
+def _fingerprint(tools: list[mcp_types.Tool]) -> str:
+    dumped = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
+    return hashlib.sha256(json.dumps(dumped, sort_keys=True).encode()).hexdigest()
+
+
+def reason(exc: BaseException) -> str:
+    """What went wrong, in words, from the first leaf of an exception group (the SDK's task groups wrap)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, httpx2.ConnectError):
+        return "could not connect (is it running?)"
+    if isinstance(exc, httpx2.TimeoutException | TimeoutError):
+        return "it did not answer in time"
+    if isinstance(exc, httpx2.HTTPError):
+        return f"HTTP error: {type(exc).__name__}: {exc}"
+    if isinstance(exc, MCPError):
+        return f"it answered with error {exc.error.code}: {exc.error.message}"
+    if isinstance(exc, secret_store.SecretsMissing):
+        return str(exc)
+    if isinstance(exc, OSError):
+        return f"could not start it: {exc.strerror or exc}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class Connection:
+    """One upstream's session, held by a task of its own (see the module's docstring)."""
+
+    def __init__(self, pool: McpPool, config: UpstreamConfig):
+        self.pool = pool
+        self.config = config
+        self.state = "idle"  # idle (not started) | connecting | up | down | closed
+        self.error: str | None = None
+        self.connected_at: float | None = None
+        self.listed: str | None = None  # fingerprint of the listing the last build read ("" when it read none)
+        self._client: Client | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._attempt: asyncio.Future[Client] | None = None
+        self._wake: asyncio.Event | None = None
+        self._redo: asyncio.Event | None = None  # set: leave this session and connect again
+        self._last_attempt = 0.0
+        self._holders = 0
+        self._owners: weakref.WeakSet[object] = weakref.WeakSet()
+
+    # -- calls (on the pool's loop) -------------------------------------------------------------------------
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        """The upstream's answer; ``UpstreamUnavailable`` when it cannot be reached, ``MCPError`` for a
+        JSON-RPC error it answered (an unknown tool, invalid params)."""
+        client = await self._session()
+        try:
+            return await client.call_tool(name, arguments, read_timeout_seconds=CALL_READ_TIMEOUT_S)
+        except MCPError as exc:
+            if not self._lost(client, exc):
+                raise
+            if exc.error.message != "Session terminated":  # the call may have run: never send it twice
+                raise UpstreamUnavailable(f"{self.config.label} closed the connection during the call") from None
+        client = await self._session()  # the upstream restarted and forgot the session, before running the call
+        return await client.call_tool(name, arguments, read_timeout_seconds=CALL_READ_TIMEOUT_S)
+
+    async def list_tools(self) -> list[mcp_types.Tool]:
+        client = await self._session()
+        try:
+            return await _all_tools(client)
+        except MCPError as exc:
+            if self._lost(client, exc):
+                raise UpstreamUnavailable(f"{self.config.label}: {reason(exc)}") from None
+            raise
+
+    def _lost(self, client: Client, exc: MCPError) -> bool:
+        """Whether ``exc`` means the session is gone (then a new one is asked for)."""
+        gone = exc.error.code == mcp_types.CONNECTION_CLOSED or exc.error.message == "Session terminated"
+        if gone and self._client is client and self._redo is not None:
+            self._client = None
+            self._redo.set()
+        return gone
+
+    async def _session(self) -> Client:
+        if self._client is not None:
+            return self._client
+        if self.state == "closed":
+            raise UpstreamUnavailable(f"{self.config.label} is not connected: the gateway is closing")
+        self.start()
+        assert self._attempt is not None and self._wake is not None
+        loop = asyncio.get_running_loop()
+        if self.state == "down":
+            if loop.time() - self._last_attempt < RETRY_ON_CALL_S:
+                raise UpstreamUnavailable(self._down_message())
+            self._wake.set()  # skip the rest of the backoff: this call waits for one attempt
+            for _ in range(100):  # the task starts its next attempt (a new future) within a few loop steps
+                if self.state != "down":
+                    break
+                await asyncio.sleep(0)
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._attempt), self.config.connect_timeout_s)
+        except TimeoutError:
+            raise UpstreamUnavailable(f"{self.config.label} did not answer within "
+                                      f"{self.config.connect_timeout_s:g} s (connect_timeout_s)") from None
+        except UpstreamUnavailable:
+            raise UpstreamUnavailable(self._down_message()) from None
+
+    def _down_message(self) -> str:
+        return f"{self.config.label} is unreachable: {self.error or 'not connected'}; the gateway keeps retrying"
+
+    # -- the task holding the session -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the task holding the session, on the pool's loop (from that loop's thread)."""
+        if self._task is not None or self.state == "closed":
+            return
+        loop = self.pool.bind()
+        self._wake, self._redo = asyncio.Event(), asyncio.Event()
+        self._attempt = loop.create_future()
+        self.state = "connecting"
+        self._task = loop.create_task(self._hold(), name=f"mcp upstream {self.config.source}")
+
+    async def _hold(self) -> None:
+        assert self._wake is not None and self._redo is not None
+        failures = 0
+        loop = asyncio.get_running_loop()
+        while True:
+            self._last_attempt = loop.time()
+            if self._attempt is None or self._attempt.done():
+                self._attempt = loop.create_future()
+            self.state = "connecting"
+            try:
+                async with _connected(self.config, self._notified) as client:
+                    await self._serve(client)
+                self.error = self.error or "the connection ended"
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 — any failure of the upstream is its state, told on calls
+                self.error = reason(exc)
+                log.info("%s: %s", self.config.label, self.error)
+            finally:
+                self._client = None
+            was_up = self.state == "up"
+            if not self._attempt.done():
+                self._attempt.set_exception(UpstreamUnavailable(self.error))
+                self._attempt.exception()  # retrieved: no "never retrieved" warning when no call waited
+            self.state = "down"
+            if was_up:
+                self.pool.changed(self)  # its tools are served stale now: /status says so
+            failures = 1 if was_up else failures + 1
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), backoff(failures))  # 0.5 s doubling to 8 s
+            self._redo.clear()
+
+    async def _serve(self, client: Client) -> None:
+        assert self._redo is not None and self._attempt is not None
+        tools = await _all_tools(client)
+        self._client, self.state, self.error, self.connected_at = client, "up", None, time.time()
+        if not self._attempt.done():
+            self._attempt.set_result(client)
+        log.info("%s connected (%s, %d tools)", self.config.label, client.protocol_version, len(tools))
+        if self.listed is not None and _fingerprint(tools) != self.listed:
+            self.pool.changed(self)  # it came back, or came back different, since the last build read it
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._listen, client, group.cancel_scope)
+            await self._redo.wait()
+            group.cancel_scope.cancel()
+
+    async def _listen(self, client: Client, scope: anyio.CancelScope) -> None:
+        """On 2026-07-28, hear tools/list_changed on a ``subscriptions/listen`` stream; when that stream ends
+        the upstream went away (or restarted): reconnect."""
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    self.pool.changed(self)
+        except ListenNotSupportedError:
+            return  # 2025-11-25: the notification comes through _notified
+        except Exception as exc:  # noqa: BLE001 — lost, or refused: the session is not trusted any more
+            self.error = f"its change stream ended: {reason(exc)}"
+        else:
+            self.error = "its change stream ended"
+        scope.cancel()
+
+    async def _notified(self, message: Any) -> None:
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self.pool.changed(self)
+
+    async def aclose(self) -> None:
+        self.state = "closed"
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._client = None
+        if self._attempt is not None and not self._attempt.done():
+            self._attempt.cancel()
+
+    # -- holders --------------------------------------------------------------------------------------------
+
+    def hold(self, owner: object) -> None:
+        """Keep this session open while ``owner`` lives: a tool's executor, or the source's declaration (so an
+        upstream with no tools served yet is still connected to, and its tools appear when it answers)."""
+        with self.pool._lock:
+            if owner in self._owners:
+                return
+            self._owners.add(owner)
+            self._holders += 1
+        weakref.finalize(owner, self.pool._released, self)
+
+
+async def _all_tools(client: Client) -> list[mcp_types.Tool]:
+    tools: list[mcp_types.Tool] = []
+    cursor: str | None = None
+    for _ in range(100):  # a paginator that never ends cannot hold a build
+        page = await client.list_tools(cursor=cursor)
+        tools += page.tools
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
+
+
+@contextlib.asynccontextmanager
+async def _connected(config: UpstreamConfig, on_message: Callable[[Any], Any] | None = None
+                     ) -> AsyncIterator[Client]:
+    """An entered ``mcp.Client`` for ``config``: enter and leave it in one task."""
+    headers, env = config.rendered()
+    common: dict[str, Any] = {"mode": "auto", "cache": None, "read_timeout_seconds": config.connect_timeout_s,
+                              "message_handler": on_message,
+                              "client_info": mcp_types.Implementation(name="tool-gateway", version="1")}
+    if config.url is None:
+        assert config.command is not None
+        parameters = StdioServerParameters(command=config.command, args=list(config.args), env=env or None,
+                                           cwd=config.cwd)
+        async with Client(parameters, **common) as client:
+            yield client
+        return
+    timeout = httpx2.Timeout(config.connect_timeout_s, read=SSE_READ_TIMEOUT_S)
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http, \
+            Client(streamable_http_client(config.url, http_client=http), **common) as client:
+        yield client
+
+
+class McpPool:
+    """The gateway's sessions to upstream MCP servers, by ``UpstreamConfig``."""
+
+    def __init__(self) -> None:
+        self._connections: dict[UpstreamConfig, Connection] = {}
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.on_change: Callable[[], None] | None = None
+
+    def bind(self) -> asyncio.AbstractEventLoop:
+        """The loop sessions live on: the first one the pool is used from (the gateway's)."""
+        if self._loop is None or self._loop.is_closed():
+            self._loop = asyncio.get_running_loop()
+        return self._loop
+
+    def start(self, on_change: Callable[[], None]) -> None:
+        """On the gateway's loop: tell ``on_change`` when an upstream's tools change, and connect every upstream
+        a built tool holds (to hear of changes before the first call)."""
+        self.bind()
+        self.on_change = on_change
+        for connection in self.connections():
+            if connection._holders:
+                connection.start()
+
+    def connection(self, config: UpstreamConfig) -> Connection:
+        with self._lock:
+            found = self._connections.get(config)
+            if found is None or found.state == "closed":
+                found = self._connections[config] = Connection(self, config)
+            return found
+
+    def connections(self) -> list[Connection]:
+        with self._lock:
+            return list(self._connections.values())
+
+    def changed(self, connection: Connection) -> None:
+        if self.on_change is not None and self._connections.get(connection.config) is connection:
+            self.on_change()
+
+    def list_tools_blocking(self, config: UpstreamConfig, timeout: float) -> list[mcp_types.Tool]:
+        """The upstream's tools, from a thread that is not the loop's (a build): through the pooled session when
+        the pool runs on a loop, else through a session of this thread's own; ``UpstreamUnavailable`` if not
+        within ``timeout``."""
+        connection = self.connection(config)
+        loop = self._loop
+        try:
+            if loop is not None and loop.is_running():
+                future = asyncio.run_coroutine_threadsafe(connection.list_tools(), loop)
+                try:
+                    tools = future.result(timeout)
+                except TimeoutError:
+                    future.cancel()
+                    raise
+            else:
+                tools = list_once(config, timeout)
+        except TimeoutError:
+            connection.listed = ""
+            raise UpstreamUnavailable(f"{config.label} did not list its tools within {timeout:g} s") from None
+        except UpstreamUnavailable:
+            connection.listed = ""
+            raise
+        connection.listed = _fingerprint(tools)
+        return tools
+
+    def _released(self, connection: Connection) -> None:
+        """A holder was collected (any thread): close the session soon if no one holds it by then."""
+        with self._lock:
+            connection._holders -= 1
+            unused = connection._holders <= 0
+        loop = self._loop
+        if unused and loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: aclose ran or never will
+                loop.call_soon_threadsafe(loop.call_later, CLOSE_GRACE_S, self._close_if_unused, connection)
+
+    def _close_if_unused(self, connection: Connection) -> None:
+        with self._lock:
+            if connection._holders > 0 or self._connections.get(connection.config) is not connection:
+                return
+            del self._connections[connection.config]
+        log.info("%s is not used any more: closing its session", connection.config.label)
+        asyncio.ensure_future(connection.aclose())
+
+    async def aclose(self) -> None:
+        """Close every session (stdio servers are stopped), for the gateway's shutdown."""
+        with self._lock:
+            connections, self._connections = list(self._connections.values()), {}
+        await asyncio.gather(*(c.aclose() for c in connections), return_exceptions=True)
+
+
+def list_once(config: UpstreamConfig, timeout: float) -> list[mcp_types.Tool]:
+    """The upstream's tools through a session of the calling thread's own (it must run no event loop)."""
+
+    async def listing() -> list[mcp_types.Tool]:
+        async with _connected(config) as client:
+            return await _all_tools(client)
+
+    async def bounded() -> list[mcp_types.Tool]:
+        try:
+            return await asyncio.wait_for(listing(), timeout)
+        except TimeoutError:
+            raise
+        except Exception as exc:  # noqa: BLE001 — said in words naming the upstream
+            raise UpstreamUnavailable(f"{config.label} is unreachable: {reason(exc)}") from None
+
+    return asyncio.run(bounded())
+
+
+async def call_once(config: UpstreamConfig, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+    """One call through a session of its own: where no gateway runs (the CLI's ``call``)."""
+    try:
+        async with _connected(config) as client:
+            return await client.call_tool(name, arguments, read_timeout_seconds=CALL_READ_TIMEOUT_S)
+    except MCPError:
+        raise
+    except Exception as exc:  # noqa: BLE001 — said in words naming the upstream
+        raise UpstreamUnavailable(f"{config.label} is unreachable: {reason(exc)}") from None

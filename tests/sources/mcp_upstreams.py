@@ -1,0 +1,123 @@
+"""Real upstream MCP servers for the tests (import as ``from mcp_upstreams import ...``): each a process of its own
+on 127.0.0.1, killed and restarted on the same port when a test says so; and a gateway served in a thread."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from support import FIXTURES, free_port, serving
+
+from gateway.runtime import Gateway
+from gateway.server import create_app
+from gateway.settings import Settings
+
+SERVERS = FIXTURES / "mcp_upstream"
+STDIO_SERVER = SERVERS / "stdio_server.py"
+
+
+@dataclass
+class Upstream:
+    """An upstream MCP server script run on a fixed port of 127.0.0.1."""
+
+    script: str
+    port: int = field(default_factory=free_port)
+    env: dict[str, str] = field(default_factory=dict)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def start(self) -> Upstream:
+        self.process = subprocess.Popen([sys.executable, str(SERVERS / self.script), str(self.port)],
+                                        env={**os.environ, **self.env}, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while True:
+            assert self.process.poll() is None, f"{self.script} exited with {self.process.returncode}"
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return self
+            assert time.monotonic() < deadline, f"{self.script} did not listen on {self.port}"
+            time.sleep(0.05)
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+
+
+@contextmanager
+def upstream(script: str, **env: str) -> Iterator[Upstream]:
+    running = Upstream(script, env=env).start()
+    try:
+        yield running
+    finally:
+        running.kill()
+
+
+@dataclass
+class Served:
+    url: str
+    gateway: Gateway
+
+
+@contextmanager
+def gateway_serving(definitions: Path, **settings: Any) -> Iterator[Served]:
+    """``create_app`` for ``definitions`` (no file watching: rebuilds come from upstreams), served until exit."""
+    gateway = Gateway(Settings(definitions=definitions, reload=False, **settings))
+    with serving(create_app(gateway), lifespan="on") as server:
+        yield Served(server.url, gateway)
+
+
+def sources_yaml(*entries: str) -> str:
+    return "sources:\n" + "".join(entries)
+
+
+def http_source(source: str, url: str, extra: str = "") -> str:
+    return f"  - id: {source}\n    mcp: {{url: '{url}', connect_timeout_s: 3{extra}}}\n"
+
+
+def until(condition: Callable[[], Any], what: str, timeout: float = 30) -> Any:
+    """Poll ``condition`` until it is truthy (bounded: a test never hangs); its value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+async def until_async(condition: Callable[[], Any], what: str, timeout: float = 30) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A child that exited but was not reaped yet is a zombie: gone for every purpose here.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -1,0 +1,126 @@
+"""An upstream MCP server's life seen through the gateway: killed and restarted mid-use, down at start-up (last
+known tools served stale, or none) then recovering, and its tools/list_changed reaching our own MCP clients."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+from mcp import Client
+from mcp.client.subscriptions import ToolsListChanged
+from mcp_upstreams import Upstream, gateway_serving, http_source, sources_yaml, until, until_async, upstream
+
+
+@pytest.fixture(autouse=True)
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "state"
+    monkeypatch.setenv("TOOL_GATEWAY_STATE_DIR", str(directory))
+    return directory
+
+
+def definitions(tmp_path: Path, url: str) -> Path:
+    root = tmp_path / "defs"
+    root.mkdir(exist_ok=True)
+    (root / "upstreams.yaml").write_text(sources_yaml(http_source("weather", url) + "    prefix: w_\n"))
+    return root
+
+
+def call(url: str, tool: str, arguments: dict) -> dict:
+    response = httpx.post(f"{url}/tools/{tool}/call", json=arguments, timeout=30)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def source_status(served, source: str = "weather") -> dict:
+    return {s["id"]: s for s in served.gateway.catalog.sources}[source]
+
+
+def test_calls_fail_naming_the_upstream_while_it_is_down_and_heal_after_a_restart(tmp_path):
+    """Killed mid-use, the upstream's tools answer error results naming it, promptly (well within the tool
+    timeout); restarted on the same port, calls succeed again without anyone reconnecting by hand."""
+    weather = Upstream("mcpserver_http.py").start()
+    try:
+        with gateway_serving(definitions(tmp_path, weather.url), default_timeout_s=60) as served:
+            assert call(served.url, "w_echo", {"text": "before"})["result"] == "before"
+            weather.kill()
+            started = time.monotonic()
+            down = call(served.url, "w_echo", {"text": "while down"})
+            assert down["is_error"] and "MCP server 'weather'" in down["text"], down
+            assert time.monotonic() - started < 30  # not the 60 s tool timeout: it is known down
+            again = call(served.url, "w_echo", {"text": "still down"})
+            assert again["is_error"] and "MCP server 'weather'" in again["text"]
+            weather.start()
+            healed = until(lambda: not (r := call(served.url, "w_echo", {"text": "after"}))["is_error"] and r,
+                           "a call to succeed after the restart")
+            assert healed["result"] == "after"
+    finally:
+        weather.kill()
+
+
+async def test_upstream_list_changed_reaches_our_mcp_clients(tmp_path):
+    """The upstream adds a tool and says tools/list_changed: the gateway rebuilds, our own MCP client listening on
+    /mcp hears ToolsListChanged, and the new tool is listed and callable through the gateway."""
+    with upstream("mcpserver_http.py") as weather, gateway_serving(definitions(tmp_path, weather.url)) as served:
+        events: list[object] = []
+        async with Client(f"{served.url}/mcp") as ours, ours.listen(tools_list_changed=True) as subscription:
+
+            async def collect() -> None:
+                async for event in subscription:
+                    events.append(event)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(collect)
+                await until_async(lambda: next((c for c in served.gateway.mcp_pool.connections()
+                                                if c.state == "up"), None), "the pooled session")
+                async with Client(weather.url) as direct:  # someone else changes the upstream's tools
+                    await direct.call_tool("grow", {"name": "sunny"})
+                await until_async(lambda: events, "ToolsListChanged on our MCP client")
+                assert isinstance(events[0], ToolsListChanged)
+                assert "w_sunny" in {tool.name for tool in (await ours.list_tools()).tools}
+                grown = await ours.call_tool("w_sunny", {})
+                assert grown.content[0].text == "I am sunny" and not grown.is_error
+                group.cancel_scope.cancel()
+
+
+def test_down_at_startup_serves_nothing_then_its_tools_appear(tmp_path):
+    """An upstream down when the gateway starts (and never seen before) does not stop it: the source is reported
+    down with no tools; once the upstream answers, its tools are served without a reload by hand."""
+    weather = Upstream("mcpserver_http.py")  # not started: its port refuses connections
+    try:
+        with gateway_serving(definitions(tmp_path, weather.url)) as served:
+            assert not any(tool.startswith("w_") for tool in served.gateway.catalog.tools)
+            status = source_status(served)
+            assert status["health"] == "down" and status["tools"] == 0 and "weather" in status["error"]
+            assert any("weather" in str(w) for w in served.gateway.catalog.warnings)
+            weather.start()
+            until(lambda: "w_echo" in served.gateway.catalog.tools, "the upstream's tools to be served")
+            assert call(served.url, "w_echo", {"text": "up"})["result"] == "up"
+            assert source_status(served)["health"] == "ok"
+    finally:
+        weather.kill()
+
+
+def test_last_known_tools_are_served_stale_from_disk_then_refreshed(tmp_path):
+    """A gateway that once listed the upstream keeps the listing on disk: restarted while the upstream is down, it
+    serves those tools marked stale, their calls fail naming the upstream; when it is back they work and the
+    source is fresh again."""
+    weather = Upstream("mcpserver_http.py").start()
+    try:
+        defs = definitions(tmp_path, weather.url)
+        with gateway_serving(defs):
+            pass  # listed once: the copy on disk
+        weather.kill()
+        with gateway_serving(defs) as served:
+            assert "w_echo" in served.gateway.catalog.tools
+            status = source_status(served)
+            assert status["health"] == "stale" and status["stale"] and status["error"]
+            down = call(served.url, "w_echo", {"text": "x"})
+            assert down["is_error"] and "MCP server 'weather'" in down["text"]
+            weather.start()
+            until(lambda: source_status(served)["health"] == "ok", "the source to be fresh again")
+            assert call(served.url, "w_echo", {"text": "back"})["result"] == "back"
+    finally:
+        weather.kill()
