@@ -82,6 +82,9 @@ def capped_json(value: Any, cap: int = TEXT_CAP) -> tuple[str, bool]:
         value = value[:cap * 4].decode("utf-8", "replace")
     if isinstance(value, str):
         return value[:cap], len(value) > cap
+    if _flat_and_short(value, cap):  # most arguments: the C encoder, in one go, costs less than the walk
+        text = _ENCODER.encode(value)
+        return text[:cap], len(text) > cap  # escapes may lengthen a short string sixfold
     chunks: list[str] = []
     size = 0
     try:
@@ -93,6 +96,20 @@ def capped_json(value: Any, cap: int = TEXT_CAP) -> tuple[str, bool]:
     except (ValueError, RecursionError):  # a circular or absurdly deep value: say so rather than fail the observer
         return f"<arguments not encodable as JSON: {type(value).__name__}>", False
     return "".join(chunks)[:cap], size > cap
+
+
+_SCALARS = (int, float, bool, type(None))
+_FLAT_KEYS = 32
+
+
+def _flat_and_short(value: Any, cap: int) -> bool:
+    """Whether ``value`` is an object of a few scalar or short-string members: its JSON is about ``cap`` at most."""
+    if type(value) is not dict or len(value) > _FLAT_KEYS:
+        return False
+    budget = cap // _FLAT_KEYS - 32  # per member, with room for its key and the punctuation
+    return all(type(key) is str and len(key) <= budget
+               and (type(member) in _SCALARS or (type(member) is str and len(member) <= budget))
+               for key, member in value.items())
 
 
 class Subscription:

@@ -278,3 +278,16 @@ def test_an_admin_key_may_call_every_tool(auth_server):
             answer = client.post(f"/tools/{tool}/call", json={"a": 1, "b": 2} if tool == "sum" else {})
             assert answer.status_code == 200 and answer.json()["is_error"] is False, tool
     assert httpx.post(auth_server.url + "/tools/get_time/call", json={}, headers=READER).status_code == 404
+
+
+def test_a_tool_shows_its_live_figures(start_server, definitions):
+    """After calls, a tool's detail carries the SLO observer's figures for it (calls, p50/p95, error rate)."""
+    served = start_server(definitions)
+    if "slo" not in served.gateway.observers:
+        pytest.skip("the SLO observer (gateway.observe.slo) is not attached on this gateway")
+    with admin_client(served.url) as client:
+        for _ in range(3):
+            assert client.post("/tools/sum/call", json={"a": 1, "b": 2}).status_code == 200
+        figures = client.get("/admin/api/tools/sum").json()["figures"]
+        assert figures["calls"] == 3 and figures["errors"] == 0 and figures["p95_ms"] is not None
+        assert client.get("/admin/api/tools/square_root").json()["figures"] is None
