@@ -5,8 +5,8 @@ and anything unexpected becomes a 500 whose body names only a reference for the 
 traceback. Tool failures are not errors here: they are 200 results with ``is_error`` set (see ``invoke``).
 
 A request refused for its credentials (``Unauthorized``, ``Forbidden``) is also an ``auth_failure`` event on the
-gateway's stream (``refused``): here for every surface whose errors reach these handlers, and from the chat
-surface, which answers in OpenAI's error shape, through the same function.
+gateway's stream (``refused``): here for every surface whose errors reach these handlers, and through the same
+function from the surfaces that render their own (MCP's 401 before the SDK, chat in OpenAI's error shape).
 """
 
 from __future__ import annotations
