@@ -101,30 +101,30 @@ class Tracer(Observer):
     def __init__(self, provider: TracerProvider):
         self.provider = provider
         self.tracer = provider.get_tracer("gateway")
-        self.key = id(self)  # where this observer keeps (span, context token) in ``activity.state``
+        self.key = id(self)  # where this observer keeps (span, context token, end) in ``activity.state``
 
     def begin(self, activity: Activity) -> None:
-        start = STARTS.get(activity.kind)
-        if start is None:
+        shape = KINDS.get(activity.kind)
+        if shape is None:
             return
+        start, end = shape
         name, kind, attributes = start(activity)
         span = self.tracer.start_span(name, self._parent(activity), kind,
                                       {k: v for k, v in attributes.items() if v is not None})
-        span_context = span.get_span_context()
-        activity.trace_id = format(span_context.trace_id, "032x")
+        activity.trace_id = format(span.get_span_context().trace_id, "032x")
         token = None
         if isinstance(activity, CallActivity):
             token = otel_context.attach(trace.set_span_in_context(span))
         else:  # what the producer sends on, or hands to the activities it starts
             PROPAGATOR.inject(activity.headers, trace.set_span_in_context(span))
-        activity.state[self.key] = (span, token)
+        activity.state[self.key] = (span, token, end)
 
     def end(self, activity: Activity) -> None:
         begun = activity.state.pop(self.key, None)
         if begun is None:
             return
-        span, token = begun
-        ENDS[activity.kind](span, activity)
+        span, token, end = begun
+        end(span, activity)
         span.end()
         if token is not None:
             otel_context.detach(token)
@@ -149,6 +149,7 @@ class Tracer(Observer):
 
 
 Start = Callable[[Any], tuple[str, SpanKind, dict[str, Any]]]
+End = Callable[[Span, Any], None]
 
 
 # The SDK checks every attribute as it is set (~1 µs each): a call's span carries what tells calls apart, and
@@ -250,6 +251,7 @@ def _failed(span: Span, outcome: str) -> None:
         span.set_status(Status(StatusCode.ERROR, outcome))
 
 
-STARTS: dict[str, Start] = {"call": _start_call, "chat": _start_chat, "llm": _start_llm, "upstream": _start_upstream}
-ENDS: dict[str, Callable[[Span, Any], None]] = {"call": _end_call, "chat": _end_chat, "llm": _end_generation,
-                                                "upstream": _end_upstream}
+# The kinds of activity with a span: how it starts (name, kind, attributes) and what its end adds.
+KINDS: dict[str, tuple[Start, End]] = {"call": (_start_call, _end_call), "chat": (_start_chat, _end_chat),
+                                       "llm": (_start_llm, _end_generation),
+                                       "upstream": (_start_upstream, _end_upstream)}

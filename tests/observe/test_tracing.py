@@ -142,12 +142,14 @@ def parent_id(span: ReadableSpan) -> str | None:
 
 def test_rest_call_is_a_server_span_under_the_callers_traceparent(definitions):
     """A REST call with a traceparent header is a SERVER span "tools/call add" in the caller's trace, child of the
-    caller's span, with the tool, surface, catalog version and call id; an argument error is an error span."""
+    caller's span, with the tool, surface, catalog version and call id; an argument error is an error span; a
+    malformed traceparent is ignored (a trace of its own), never a failed call."""
     with traced(definitions) as served:
         ok = httpx.post(f"{served.url}/tools/add/call", json={"a": 1, "b": 2}, headers={"traceparent": TRACEPARENT})
         bad = httpx.post(f"{served.url}/tools/add/call", json={"a": "x", "b": 2})
-        assert ok.json()["result"] == 3 and bad.json()["is_error"] is True
-        first, second = served.named("tools/call add")
+        garbled = httpx.post(f"{served.url}/tools/add/call", json={"a": 1, "b": 1}, headers={"traceparent": "00-zz"})
+        assert ok.json()["result"] == 3 and bad.json()["is_error"] is True and garbled.json()["result"] == 2
+        first, second, third = served.named("tools/call add")
     assert hex_ids(first)[0] == TRACE_ID and parent_id(first) == PARENT_ID
     assert first.kind is SpanKind.SERVER and first.status.status_code is StatusCode.UNSET
     attributes = first.attributes
@@ -162,6 +164,7 @@ def test_rest_call_is_a_server_span_under_the_callers_traceparent(definitions):
     assert second.parent is None and hex_ids(second)[0] != TRACE_ID
     assert second.status.status_code is StatusCode.ERROR
     assert second.attributes["error.type"] == "invalid_arguments"
+    assert third.parent is None and third.status.status_code is StatusCode.UNSET
 
 
 async def test_mcp_call_honours_meta_traceparent_before_the_header(definitions):
