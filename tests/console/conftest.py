@@ -47,10 +47,11 @@ class Console:
             original = (TOOLS / name).read_text(encoding="utf-8")
             if (self.definitions / name).read_text(encoding="utf-8") != original:
                 (self.definitions / name).write_text(original, encoding="utf-8")
-        for extra in set(os.listdir(self.definitions)) - set(os.listdir(TOOLS)):
-            path = self.definitions / extra
-            if path.is_file():
-                path.unlink()
+        for folder in (".", "python"):
+            for extra in set(os.listdir(self.definitions / folder)) - set(os.listdir(TOOLS / folder)):
+                path = self.definitions / folder / extra
+                if path.is_file():
+                    path.unlink()
 
 
 def _copy(root: Path) -> Path:

@@ -16,7 +16,7 @@ export async function render(main, [target], context) {
     h("div.page-head", h("h1", "Editor"),
       h("p.meta", "Files of the definitions directory. Check validates a draft with the rest of the catalog; Save writes it only if the whole catalog builds.")),
     readOnly ? h("div.notice.warn.read-only", {role: "note"}, h("strong", "Read-only. "),
-      listing.read_only_reason || "The definitions directory cannot be written.") : null,
+      sentence(listing.read_only_reason || "the definitions directory cannot be written")) : null,
     h("div.editor-layout",
       h("nav.files", {"aria-label": "Definitions files"},
         h("h2", "Files"),
@@ -26,6 +26,10 @@ export async function render(main, [target], context) {
         newFileForm(readOnly, listing.files, context)),
       path ? await fileEditor(path, Number(line) || 0, readOnly)
         : h("div.card.placeholder", h("p", listing.files.length ? "Open a file from the list." : "No file yet: create one."))));
+}
+
+function sentence(text) {
+  return `${text.charAt(0).toUpperCase()}${text.slice(1)}${/[.!?]$/.test(text) ? "" : "."}`;
 }
 
 function size(bytes) {

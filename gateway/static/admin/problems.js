@@ -89,9 +89,15 @@ export function problemList(problems, {onPick} = {}) {
     h("p.where",
       h(`span.badge.${problem.severity === "warning" ? "warn" : "bad"}`, problem.severity || "error"), " ",
       onPick ? h("button.link", {type: "button", onclick: () => onPick(problem)}, h("code", position(problem)))
-        : h("code", position(problem))),
+        : editable(problem.file) ? h("a", {href: `#/editor/${problem.file}:${problem.line}`, title: "Open in the editor"}, h("code", position(problem)))
+          : h("code", position(problem))),
     h("p.message", problem.message),
     problem.excerpt ? excerpt(problem.excerpt, problem) : null)));
+}
+
+// A file of the definitions directory the editor can open (not a plugin's "<plugin>:<path>", not the directory).
+function editable(file) {
+  return typeof file === "string" && /\.ya?ml$/.test(file) && !file.includes(":") && !file.startsWith("/");
 }
 
 export function position(problem) {
