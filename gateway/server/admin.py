@@ -152,24 +152,23 @@ class AdminConsole:
 
     async def reloads(self, request: Request) -> Response:
         self.admin(request)
-        observer = self.gateway.observers.get("reloads")
-        history = observer.history() if observer is not None else [self.gateway.last_reload.as_dict()]
-        return json_response({"reloads": history})
+        return json_response({"reloads": self._observer("reloads").history()})
 
-    def _live(self) -> Any:
-        live = self.gateway.observers.get("live")
-        if live is None:
-            raise NotFound("The live call view is not running on this gateway.")
-        return live
+    def _observer(self, name: str) -> Any:
+        """The console's own consumer of the event stream (``gateway.observe.<name>``)."""
+        observer = self.gateway.observers.get(name)
+        if observer is None:
+            raise NotFound(f"The console's '{name}' view is not running on this gateway.")
+        return observer
 
     async def calls(self, request: Request) -> Response:
         self.admin(request)
-        return json_response({"calls": self._live().recent()})
+        return json_response({"calls": self._observer("live").recent()})
 
     async def call(self, request: Request) -> Response:
         self.admin(request)
         call_id = request.path_params["call_id"]
-        record = self._live().get(call_id)
+        record = self._observer("live").get(call_id)
         if record is None:
             raise NotFound(f"No recent call {call_id!r}: the console keeps the last calls only.")
         return json_response(await run_in_threadpool(record.detail))
@@ -178,7 +177,7 @@ class AdminConsole:
         """``text/event-stream``: ``event: call`` with a call's summary as each call ends; a comment every
         ``HEARTBEAT_S`` seconds; ``event: dropped`` when this reader fell behind and missed some."""
         self.admin(request)
-        live = self._live()
+        live = self._observer("live")
 
         async def events() -> AsyncIterator[bytes]:
             subscription = live.subscribe()  # here, not before: a response never started leaves no subscriber
