@@ -7,7 +7,7 @@ import asyncio
 import json
 
 import pytest
-from console_support import ADMIN_KEY, READER_KEY, check_page, sign_in
+from console_support import ADMIN_KEY, PHONE, READER_KEY, check_page, sign_in
 from playwright.async_api import expect
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -147,3 +147,17 @@ async def test_with_auth_off_the_console_opens_on_loopback_without_a_key(open_co
     await expect(page.get_by_role("heading", name="Catalog")).to_be_visible()
     await expect(page.locator("#who-text")).to_have_text("Auth off (loopback)")
     await expect(page.get_by_role("button", name="Sign out")).to_be_hidden()
+
+
+async def test_on_a_phone_the_navigation_folds_behind_a_menu_button(console, context, page):
+    """At 390 px the navigation is hidden behind Menu; Menu opens it, and following a link closes it again."""
+    await page.set_viewport_size(PHONE)
+    await sign_in(page, console.url)
+    nav = page.get_by_role("navigation", name="Console")
+    await expect(nav).to_be_hidden()
+    await page.get_by_role("button", name="Menu").click()
+    await expect(nav).to_be_visible()
+    await expect(page.get_by_role("button", name="Menu")).to_have_attribute("aria-expanded", "true")
+    await nav.get_by_role("link", name="Editor").click()
+    await expect(page.get_by_role("heading", name="Editor")).to_be_focused()
+    await expect(nav).to_be_hidden()

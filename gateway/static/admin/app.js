@@ -47,7 +47,8 @@ function showOverview() {
   document.getElementById("sign-out").hidden = !overview?.auth;
 }
 
-async function route() {
+async function route(event) {
+  const navigated = Boolean(event); // a hashchange, not the first page of the tab
   const path = decodeURIComponent(location.hash.replace(/^#/, "")) || "/";
   const ticket = ++rendering;
   if (stopPage) {
@@ -88,8 +89,13 @@ async function route() {
   } finally {
     main.removeAttribute("aria-busy");
   }
+  // After a navigation, focus the new page's heading so a screen reader announces it (unless the page focused
+  // something itself, as the editor does when opened at a line).
   const heading = main.querySelector("h1");
-  if (heading && document.activeElement === document.body) heading.setAttribute("tabindex", "-1");
+  if (heading && navigated && (document.activeElement === document.body || !main.contains(document.activeElement))) {
+    heading.setAttribute("tabindex", "-1");
+    heading.focus({preventScroll: true});
+  }
 }
 
 async function boot(message) {
@@ -119,7 +125,7 @@ function refusal(error) {
     : `This key may not use the console: ${error.message}`;
 }
 
-function signIn(message) {
+function signIn(message, kind = "error") {
   if (stopPage) {
     stopPage();
     stopPage = null;
@@ -148,7 +154,7 @@ function signIn(message) {
   h("button", {type: "submit"}, "Sign in"),
   status);
   clear(main).append(form);
-  if (message) status.append(notice("error", message));
+  if (message) status.append(notice(kind, message));
   input.focus();
 }
 
@@ -165,7 +171,7 @@ document.getElementById("sign-out").addEventListener("click", () => {
   key.clear();
   overview = null;
   history.replaceState(null, "", "#/");
-  signIn("Signed out. The key was removed from this tab.");
+  signIn("Signed out. The key was removed from this tab.", "info");
 });
 menu.addEventListener("click", () => setMenu(menu.getAttribute("aria-expanded") !== "true"));
 document.getElementById("skip").addEventListener("click", (event) => {
