@@ -23,6 +23,7 @@ from .buildcache import BuildCache
 from .definitions import Definitions
 from .errors import DefinitionsInvalid, Problem, UnknownTool
 from .events import NULL_BUS, EventBus
+from .example_checks import example_problems
 from .fastcheck import Check, compile_check
 from .filters import FilterChains, build_chains
 from .hidden_arguments import visible_schema, with_hidden
@@ -252,7 +253,7 @@ def _build_tool(definition: ToolDefinition, env: BuildEnv) -> Tool:
         raise BindingProblems(problems)
     input_schema = visible_schema(definition.input_schema or derived or NO_ARGUMENTS, definition.hidden_arguments)
     output = definition.output_schema if definition.output_schema is not None else derived_output
-    return Tool(
+    tool = Tool(
         definition=definition,
         input_schema=input_schema,
         validator=compile_validator(dict(input_schema)),
@@ -263,4 +264,9 @@ def _build_tool(definition: ToolDefinition, env: BuildEnv) -> Tool:
         derived_output_schema=derived_output,
         return_schema=definition.return_schema or env.settings.return_schema,
     )
+    # Examples are checked against the built schemas: a Python tool's are derived from its signature only here.
+    problems = example_problems(definition, tool.validator, tool.output_validator)
+    if problems:
+        raise BindingProblems(problems)
+    return tool
 

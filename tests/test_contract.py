@@ -12,7 +12,7 @@ import pytest
 from support import EXAMPLES, FIXTURES, catalog_for
 
 from gateway.cli import main
-from gateway.example_checks import example_problems
+from gateway.errors import DefinitionsInvalid
 
 CRASHY = FIXTURES / "contract" / "crashy"
 
@@ -23,10 +23,12 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def example_problems_of(root: Path) -> str:
-    """Every example problem of the tools built from ``root``, one per line (as ``validate`` prints them)."""
-    catalog = catalog_for(root)
-    return "\n".join(str(problem) for tool in catalog.tools.values()
-                     for problem in example_problems(tool.definition, tool.validator, tool.output_validator))
+    """Every problem building the catalog of ``root`` reports, one per line (as ``validate`` prints them)."""
+    try:
+        catalog_for(root)
+    except DefinitionsInvalid as exc:
+        return "\n".join(str(problem) for problem in exc.problems)
+    return ""
 
 
 def tool_line(output: str, tool: str) -> str:
@@ -272,3 +274,21 @@ def test_a_schema_nothing_can_be_drawn_from_is_skipped_with_the_reason(write_def
 def test_the_shipped_examples_can_all_pass():
     """No shipped example has arguments its tool refuses or an expectation its tool can never meet."""
     assert example_problems_of(EXAMPLES) == ""
+
+
+def test_validate_reports_an_example_that_can_never_pass(write_definitions, capsys):
+    """`validate` (every catalog build, so every reload too) reports an example whose arguments the derived input
+    schema refuses, at the offending argument's file:line:col, and the catalog does not build."""
+    root = write_definitions({"tools.yaml": """
+        tools:
+          - id: twice
+            name: Twice
+            user_description: Doubles.
+            ai_description: Doubles n.
+            binding: {python: "doubling:twice"}
+            examples:
+              - arguments: {n: two}
+        """, "python/doubling.py": "def twice(n: int) -> int:\n    return 2 * n\n"})
+    assert main(["validate", str(root)]) == 1
+    assert "tools.yaml:8:24: example 1: arguments do not match the input schema: at $.n: expected integer, " \
+           'got string "two"' in capsys.readouterr().err
