@@ -20,6 +20,7 @@ from starlette.routing import Mount, Route
 
 from .. import observe
 from ..address import served_host
+from ..cluster import replicating
 from ..logs import configure_logging
 from ..reload import reloading
 from ..runtime import Gateway
@@ -29,6 +30,7 @@ from .connections import server_config
 from .errors import EXCEPTION_HANDLERS
 from .mcp import McpSurface
 from .origins import OriginGuard
+from .version_header import CatalogVersionHeader
 
 log = logging.getLogger("gateway.server")
 GRACEFUL_SHUTDOWN_S = 10  # what requests in flight get to finish once the server is told to stop
@@ -47,7 +49,7 @@ def create_app(gateway_or_settings: Gateway | Settings, *, services: Sequence[Se
         try:
             async with mcp.run(), AsyncExitStack() as stack:
                 # The reloader always runs: it watches only when settings.reload, and takes SIGHUP.
-                for service in (reloading, *services):
+                for service in (reloading, replicating, *services):
                     await stack.enter_async_context(service(gateway))
                 yield
         finally:
@@ -58,7 +60,8 @@ def create_app(gateway_or_settings: Gateway | Settings, *, services: Sequence[Se
         routes=[*rest.routes(gateway), *admin.routes(gateway), Route("/mcp", mcp), *chat.routes(gateway),
                 *client.routes(gateway), *openapi.routes(gateway), Mount("/demo", routes=demo_api.routes()),
                 *landing.routes(gateway), *metrics.routes(gateway)],
-        middleware=[Middleware(OriginGuard, settings=gateway.settings),
+        middleware=[Middleware(CatalogVersionHeader, gateway=gateway),
+                    Middleware(OriginGuard, settings=gateway.settings),
                     Middleware(client.ClientCors, settings=gateway.settings)],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,

@@ -36,7 +36,7 @@ from ..loop.loop import Event
 from ..runtime import Gateway
 from .auth import authenticate
 from .bodies import parse_json, read_body
-from .errors import dumps, internal_error
+from .errors import dumps, internal_error, refused
 
 log = logging.getLogger("gateway.server")
 # OpenAI's error types, as its API sends them. The documented Error object is {message, type, param, code}, code
@@ -172,6 +172,7 @@ class Completion:
 
 
 def error_response(exc: GatewayError, request: Request) -> Response:
+    refused(request, exc)
     if exc.status >= 500:  # the provider failing, or none configured: the admin should hear of it
         log.warning("chat request failed: %s", exc)
     error = openai_error(exc)

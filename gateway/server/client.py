@@ -47,7 +47,7 @@ CORS_EXPOSED = ("ETag", "Mcp-Session-Id", "Mcp-Protocol-Version")
 def routes(gateway: Gateway) -> list[BaseRoute]:
     """The ``/client`` routes; attaches a ``Bridge`` to the gateway unless it has one."""
     if gateway.bridge is None:
-        gateway.bridge = Bridge(max_per_client=gateway.settings.bridge_sessions_per_client)
+        gateway.bridge = Bridge(max_per_client=gateway.settings.bridge_sessions_per_client, events=gateway.events)
     client = ClientApi(gateway, gateway.bridge)
     return [
         Route("/client/gateway-tools.js", client.runtime, methods=["GET"]),

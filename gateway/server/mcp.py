@@ -57,7 +57,7 @@ from ..invoke import ToolResult, invoke
 from ..runtime import Gateway
 from .auth import SCOPE_KEY, Caller, authenticate, unknown_tool
 from .bodies import parse_json, read_body
-from .errors import dumps, gateway_error
+from .errors import dumps, gateway_error, refused
 from .release import release
 
 log = logging.getLogger("gateway.mcp")
@@ -134,6 +134,7 @@ class McpSurface:
         try:
             scope[SCOPE_KEY] = authenticate(self.gateway.settings, Headers(scope=scope), client[0] if client else None)
         except Unauthorized as exc:
+            refused(Request(scope), exc)
             await gateway_error(exc)(scope, receive, send)
             return
         if scope["method"] == "POST":

@@ -22,7 +22,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from . import StateUnavailable
+from .base import StateUnavailable
 from .gcra import LUA
 
 T = TypeVar("T")

@@ -206,7 +206,6 @@ def test_refused_credentials_are_counted_by_surface_and_reason(auth_served):
         ("rest", "missing"): 2, ("rest", "invalid"): 1, ("admin", "forbidden"): 1}
 
 
-@pytest.mark.xfail(strict=True, reason="needs gateway/server/mcp.py and chat.py to call errors.refused")
 def test_refusals_on_mcp_and_chat_are_counted_too(auth_served):
     """The MCP and chat surfaces, which render their own errors, count their refusals like the others."""
     assert httpx.post(f"{auth_served}/mcp", json={}).status_code == 401
@@ -290,7 +289,6 @@ def test_a_chat_turn_counts_its_llm_requests_tokens_rounds_and_tool_calls(defini
     assert series(samples, "tool_gateway_calls_total", "tool", "surface", "outcome") == {("add", "chat", "ok"): 1}
 
 
-@pytest.mark.xfail(strict=True, reason="needs gateway/server/client.py to hand gateway.events to its Bridge")
 async def test_bridge_sessions_are_a_gauge(definitions):
     """A page connecting to the bridge raises the sessions gauge, and its leaving lowers it again."""
     with running(definitions) as served:
