@@ -38,7 +38,8 @@ class Activity:
     """Something with a beginning and an end. ``kind`` names its shape:
 
     - ``"call"``: a tool call (``CallActivity``);
-    - ``"upstream"``: an HTTP request a binding sends (``attributes``: tool, method, host, url; at the end status);
+    - ``"upstream"``: an HTTP request a binding sends (``attributes``: tool, method, scheme, host, port — never the
+      path or query, where secrets live; at the end status);
     - ``"llm"``: a request to an LLM provider (``attributes``: provider, model, operation; at the end
       input_tokens, output_tokens, finish_reason).
     """
