@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from server_support import ADMIN_KEY, API_KEYS, READER_KEY
 from support import EXAMPLES
 
 from gateway import secrets
+from gateway.events import CallActivity
+from gateway.observe.live import KEPT, QUEUE_SIZE, TEXT_CAP, LiveCalls
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
 READER = {"Authorization": f"Bearer {READER_KEY}"}
@@ -291,3 +294,41 @@ def test_a_tool_shows_its_live_figures(start_server, definitions):
         figures = client.get("/admin/api/tools/sum").json()["figures"]
         assert figures["calls"] == 3 and figures["errors"] == 0 and figures["p95_ms"] is not None
         assert client.get("/admin/api/tools/square_root").json()["figures"] is None
+
+
+def ended_call(call_id: str, arguments: object = None) -> CallActivity:
+    call = CallActivity("call", id=call_id, tool="sum", arguments=arguments)
+    call.outcome = "ok"
+    return call
+
+
+async def test_a_slow_reader_misses_calls_and_never_holds_one():
+    """A reader that does not read fills its bounded queue: further calls end at once and are counted as dropped
+    for it, the calls it did get are still there to read, and the console keeps the newest KEPT calls."""
+    live = LiveCalls()
+    subscription = live.subscribe()
+    for n in range(QUEUE_SIZE + 10):
+        live.end(ended_call(f"call-{n}"))  # returns: never waits for the reader
+    assert subscription.dropped == 10
+    assert (await subscription.next(1))["id"] == "call-0"
+    recent = live.recent()  # the newest KEPT, newest first
+    assert len(recent) == KEPT and recent[0]["id"] == f"call-{QUEUE_SIZE + 9}"
+
+
+async def test_a_call_ending_on_another_thread_reaches_the_reader():
+    """A call that ends on a thread other than the reader's event loop is handed over to that loop."""
+    live = LiveCalls()
+    subscription = live.subscribe()
+    thread = threading.Thread(target=live.end, args=(ended_call("from-a-thread"),))
+    thread.start()
+    thread.join()
+    assert (await subscription.next(5))["id"] == "from-a-thread"
+
+
+def test_large_arguments_are_kept_cut_short():
+    """A call with a megabyte of arguments keeps their first TEXT_CAP characters only, marked as cut."""
+    live = LiveCalls()
+    live.end(ended_call("big", {"items": ["x" * 100] * 10_000}))
+    detail = live.get("big").detail()
+    assert len(detail["arguments"]) == TEXT_CAP and detail["arguments_truncated"] is True
+    assert detail["arguments"].startswith('{"items": ["xxx')
