@@ -161,3 +161,11 @@ async def test_on_a_phone_the_navigation_folds_behind_a_menu_button(console, con
     await nav.get_by_role("link", name="Editor").click()
     await expect(page.get_by_role("heading", name="Editor")).to_be_focused()
     await expect(nav).to_be_hidden()
+
+
+async def test_the_landing_page_links_to_the_console(console, page):
+    """The page at / links to /admin/, and following the link opens the console's sign-in."""
+    await page.goto(f"{console.url}/")
+    await page.get_by_role("link", name="/admin/").click()
+    await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    assert page.url == f"{console.url}/admin/"
