@@ -108,6 +108,21 @@ def _parser() -> argparse.ArgumentParser:
     plugins = command("plugins", help="list the installed plugins, whether the settings enable them, their tools")
     plugins.set_defaults(run=_plugins)
 
+    importing = command("import", help="write an API's operations as YAML tool definitions to edit by hand")
+    kinds = importing.add_subparsers(dest="kind", required=True, metavar="KIND")
+    openapi = kinds.add_parser("openapi", help="an OpenAPI 3.0/3.1 document (file or URL)",
+                               parents=[_global_options(after=True)])
+    openapi.add_argument("spec", help="path or http(s) URL of the document")
+    openapi.add_argument("--include", action="append", default=[], metavar="NAME",
+                         help="operationId or glob to import (repeatable; default: all)")
+    openapi.add_argument("--exclude", action="append", default=[], metavar="NAME", help="operationId or glob to skip")
+    openapi.add_argument("--prefix", default="", help="prepended to every tool id")
+    openapi.add_argument("--security", action="append", default=[], metavar="SCHEME=VALUE",
+                         help="a security scheme's value, e.g. api_key='{{ secrets.PET_KEY }}' (repeatable)")
+    openapi.add_argument("--server-url", help="base URL of the API instead of the document's servers[0]")
+    openapi.add_argument("-o", "--output", metavar="FILE", help="write here (default: standard output)")
+    openapi.set_defaults(run=_import_openapi)
+
     chat = command("chat", help="run one chat turn against the configured LLM, executing tools")
     chat.add_argument("message")
     chat.add_argument("--definitions", "-d")
@@ -177,6 +192,28 @@ def _list(args: argparse.Namespace) -> int:
     width = max((len(t) for t in catalog.tools), default=2)
     for tool in catalog.tools.values():
         print(f"{tool.id:<{width}}  {tool.scope.value:<6}  {tool.definition.name} — {tool.definition.user_description}")
+    for source in catalog.sources:
+        error = f"  ({source['error']})" if source.get("error") else ""
+        print(f"source {source['id']}  {source['kind']}  {source['tools']} tool(s)  {source['health']}{error}")
+    return 0
+
+
+def _import_openapi(args: argparse.Namespace) -> int:
+    from .sources.openapi_import import import_openapi
+
+    security = dict(item.partition("=")[::2] for item in args.security)
+    imported = import_openapi(args.spec, _settings(args), include=args.include, exclude=args.exclude,
+                              prefix=args.prefix, security=security, server_url=args.server_url)
+    for problem in imported.problems:
+        if problem.severity != "error":
+            print(problem, file=sys.stderr)
+    if any(p.severity == "error" for p in imported.problems):
+        raise DefinitionsInvalid([p for p in imported.problems if p.severity == "error"])
+    if args.output:
+        Path(args.output).write_text(imported.text, encoding="utf-8")
+        print(f"wrote {imported.count} tool(s) to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(imported.text)
     return 0
 
 

@@ -31,6 +31,7 @@ from ..upstream import describe
 from ..yamlsource import YamlDocument, parse_yaml
 from . import cache
 from .expansion import Expansion, SourceEnv, UpstreamTool
+from .jsonpositions import JsonDocument
 from .openapi_operations import Operations, located
 
 FETCH_TIMEOUT_S = 10.0
@@ -164,7 +165,7 @@ def parse_document(label: str, data: bytes, env: SourceEnv) -> tuple[YamlDocumen
         return None, [Problem(label, 1, 1, f"not UTF-8: {exc}")]
     if text.lstrip().startswith("{"):
         try:
-            document = YamlDocument(label, text, json.loads(text))
+            document: YamlDocument = JsonDocument(label, text, json.loads(text))
             problems: list[Problem] = []
         except (ValueError, RecursionError) as exc:
             line, column = (exc.lineno, exc.colno) if isinstance(exc, json.JSONDecodeError) else (1, 1)

@@ -32,7 +32,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
 
@@ -66,6 +66,7 @@ class _Generated:
     tools: tuple[ToolDefinition, ...]
     problems: tuple[Problem, ...]
     digest: str
+    origins: tuple[tuple[UpstreamTool, ToolDefinition], ...] = ()  # each definition and what it was made from
 
 
 # The last expansion per declaration content, for a kind that fails or runs late; shared by a process's builds
@@ -137,7 +138,7 @@ def _generate_once(source: SourceDeclaration, expansion: Expansion) -> _Generate
     before = _generated.get(source)
     if before is not None and before[0] is expansion.tools:
         return before[1]
-    generated = generate(source, expansion)
+    generated = generate(source, expansion, before[1] if before else None)
     _generated[source] = (expansion.tools, generated)
     return generated
 
@@ -150,14 +151,20 @@ def _status(source: SourceDeclaration, expansion: Expansion, generated: _Generat
             "error": kind_status.get("error"), "last_refresh": kind_status.get("last_refresh")}
 
 
-def generate(source: SourceDeclaration, expansion: Expansion) -> _Generated:
-    """The tool definitions of one source, from its expansion, and the problems met (see the module's steps)."""
+def generate(source: SourceDeclaration, expansion: Expansion, previous: _Generated | None = None) -> _Generated:
+    """The tool definitions of one source, from its expansion, and the problems met (see the module's steps).
+
+    A definition of ``previous`` (this declaration's last generation) is reused for an upstream tool that did not
+    change, so that the build reuses its built tool: editing one operation of a large document rebuilds one tool.
+    """
+    reusable = {(d.upstream, d.id): (upstream, d) for upstream, d in previous.origins} if previous else {}
     raw = source.raw
     overrides = _mapping(raw.get("tools"))
     hidden = _mapping(raw.get("hidden"))
     offered = {tool.name: tool for tool in expansion.tools}
     problems = _unknown_names(source, offered, overrides, hidden)
     tools: list[ToolDefinition] = []
+    origins: list[tuple[UpstreamTool, ToolDefinition]] = []
     by_id: dict[str, str] = {}
     for upstream in _selected(raw, expansion.tools):
         changes = _mapping(overrides.get(upstream.name))
@@ -174,14 +181,21 @@ def generate(source: SourceDeclaration, expansion: Expansion) -> _Generated:
         by_id[tool_id] = upstream.name
         hide_problems, hidden_arguments = _hidden(source, upstream, _mapping(hidden.get(upstream.name)))
         problems += hide_problems
+        earlier = reusable.get((upstream.name, tool_id))
+        if earlier is not None and earlier[0] == upstream and not hide_problems:
+            tools.append(earlier[1])  # checked when it was made; the same declaration and upstream tool
+            origins.append((upstream, earlier[1]))
+            continue
         tool = _definition(source, upstream, tool_id, changes, hidden_arguments)
         tool_problems = checks.check_tool(tool)
         problems += tool_problems
         if not tool_problems and not hide_problems:
             tools.append(tool)
-    digest = hashlib.sha256(json.dumps([_key(source), [asdict(t) for t in expansion.tools]],
-                                       sort_keys=True, default=str).encode()).hexdigest()
-    return _Generated(tuple(tools), tuple(problems), digest)
+            origins.append((upstream, tool))
+    content = [[t.name, t.title, t.description, t.summary, t.input_schema, t.binding, t.output_schema,
+                t.annotations] for t in expansion.tools]
+    digest = hashlib.sha256(json.dumps([_key(source), content], sort_keys=True, default=str).encode()).hexdigest()
+    return _Generated(tuple(tools), tuple(problems), digest, tuple(origins))
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
