@@ -55,7 +55,7 @@ async def test_a_bad_edit_on_disk_shows_as_a_problem_with_its_line_until_fixed(e
     await expect(problem.locator(".ex-line.hit .ln")).to_have_text("7")
     await expect(page.locator("#problem-count")).to_have_text("1")
     await expect(page.locator("table tbody tr").first).to_contain_text("failed")
-    await check_page(page, "problems", phone=True)
+    await check_page(page, "problems")
 
     (edited.definitions / "greetings.yaml").write_text(GOOD, encoding="utf-8")
     await expect(page.get_by_text("No problems: every file builds.")).to_be_visible(timeout=30_000)

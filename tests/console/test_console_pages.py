@@ -77,11 +77,19 @@ async def test_a_tool_page_shows_its_descriptions_schemas_formats_and_declaratio
     await expect(page.locator("#input-schema")).to_contain_text('"olives"')
     for title in ("MCP", "OpenAI", "Anthropic", "Gemini"):
         await expect(page.get_by_role("heading", name=title, exact=True)).to_be_visible()
-    await check_page(page, "tool", phone=True)
+    await check_page(page, "tool")
 
     await page.locator(".card-head:has(#input-heading)").get_by_role("button", name="Raw JSON").click()
     raw = json.loads(await page.locator("#input-schema pre").inner_text())
     assert raw == console.gateway.catalog.tools["place_order"].input_schema
+
+
+async def test_descriptions_are_shown_as_text_never_as_markup(console, page):
+    """Markup in a tool's description is shown as the characters it is: no element is made of it, no script runs."""
+    await sign_in(page, console.url, route="#/tools/track_order")
+    await expect(page.locator("main")).to_contain_text('<img src=x onerror="window.injected=1"> is text.')
+    assert await page.locator("main img").count() == 0
+    assert await page.evaluate("window.injected") is None
 
 
 async def test_try_it_calls_a_tool_with_arguments_from_the_generated_form(console, page):
@@ -92,6 +100,8 @@ async def test_try_it_calls_a_tool_with_arguments_from_the_generated_form(consol
     await form.get_by_label("customer").fill("Bo")
     await form.get_by_label("size").select_option("medium")
     await form.get_by_label("quantity").fill("2")
+    await form.get_by_label("gift").check()
+    await form.get_by_label("deliver_on").fill("2026-12-24")
     await form.get_by_label("city").fill("Bergen")
     await form.get_by_role("checkbox", name="toppings array of string · include").check()
     await form.get_by_role("button", name="Add item to toppings").click()
@@ -104,7 +114,8 @@ async def test_try_it_calls_a_tool_with_arguments_from_the_generated_form(consol
 
     await page.get_by_role("button", name="Call place_order").click()
     await expect(page.locator(".result .outcome")).to_contain_text("ok")
-    sent = {"customer": "Bo", "size": "medium", "quantity": 2, "address": {"city": "Bergen"},
+    sent = {"customer": "Bo", "size": "medium", "quantity": 2, "gift": True, "deliver_on": "2026-12-24",
+            "address": {"city": "Bergen"},
             "toppings": ["olives", "cheese"], "payment": {"number": "4111 1111 1111"}}
     assert json.loads(await page.locator(".result-json").inner_text()) == {
         "order": sent, "summary": "2 medium for Bo"}
@@ -138,7 +149,7 @@ async def test_live_calls_appear_while_another_client_calls_tools(console, page)
     await failing.locator("button").click()
     await expect(page.locator(".call-arguments")).to_contain_text('"number": 5001')
     await expect(page.locator(".call-detail")).to_contain_text("No order 5001.")
-    await check_page(page, "live-calls", phone=True)
+    await check_page(page, "live-calls")
 
 
 async def test_with_auth_off_the_console_opens_on_loopback_without_a_key(open_console, page):
