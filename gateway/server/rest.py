@@ -59,6 +59,7 @@ class RestApi:
         if not caller.auth or caller.key is not None:  # installed software and its versions: not for anonymous eyes
             body["plugins"] = [{"name": p.name, "distribution": p.distribution, "version": p.version}
                                for p in catalog.plugins]
+            body["sources"] = list(catalog.sources)  # upstreams (openapi, mcp): kind, tools, health, last refresh
         if caller.is_admin:
             body |= {"definitions": str(self.settings.definitions), "auth": self.settings.auth_enabled,
                      "last_reload": last.as_dict()}

@@ -164,3 +164,11 @@ def test_a_recursive_filter_tree_is_accepted_and_sent(gateway_url, upstream):
     assert not _call(gateway_url, "search_issues", {"body": tree})["is_error"]
     seen = _last(upstream)
     assert seen["json"] == tree and "authorization" not in seen["headers"]  # `security: []`: no credentials
+
+
+def test_status_shows_each_source(gateway_url):
+    """/status lists each source with its kind, tool count, health and last refresh."""
+    sources = {s["id"]: s for s in httpx.get(f"{gateway_url}/status", timeout=10).json()["sources"]}
+    assert sources["pets"]["kind"] == "openapi" and sources["pets"]["tools"] == 4
+    assert sources["tracker"]["tools"] == 4 and sources["tracker"]["health"] == "ok"
+    assert sources["pets"]["stale"] is False and sources["pets"]["last_refresh"] > 0
