@@ -134,7 +134,7 @@ async def test_try_it_calls_a_tool_with_arguments_from_the_generated_form(consol
 
 async def test_live_calls_appear_while_another_client_calls_tools(console, page):
     """With Live calls open, calls another client makes (one ok, one failing) appear as rows as they happen,
-    and a row opens the call's arguments and result."""
+    a row opens the call's arguments and result, and the tool's page then counts the calls."""
     await sign_in(page, console.url, route="#/calls")
     await expect(page.locator("#stream-state")).to_have_text("live")
     async with console.client() as client:
@@ -150,6 +150,11 @@ async def test_live_calls_appear_while_another_client_calls_tools(console, page)
     await expect(page.locator(".call-arguments")).to_contain_text('"number": 5001')
     await expect(page.locator(".call-detail")).to_contain_text("No order 5001.")
     await check_page(page, "live-calls")
+
+    await page.goto(f"{console.url}/admin/#/tools/track_order")
+    figures = page.locator("section:has(#figures-heading)")
+    await expect(figures.locator("dt", has_text="Calls").locator("xpath=following-sibling::dd[1]")).not_to_have_text("0")
+    await expect(figures).to_contain_text("No SLO declared")
 
 
 async def test_with_auth_off_the_console_opens_on_loopback_without_a_key(open_console, page):
