@@ -243,3 +243,17 @@ def test_malformed_editor_requests_are_400(client):
     for body in (b"[]", b'{"path": 1, "text": "x"}', b'{"path": "math.yaml"}', b"not json"):
         answer = client.post("/admin/api/check", content=body)
         assert answer.status_code == 400 and answer.json()["status"] == 400, body
+
+
+def test_a_check_that_runs_out_of_time_is_a_problem_and_the_next_check_works(start_server, definitions):
+    """A draft whose build outlasts reload_timeout_s (a module that takes long to import) is answered with a
+    'timed out' problem instead of holding the request; the next check is answered as usual."""
+    (definitions / "python" / "slow_import.py").write_text(
+        "import time\ntime.sleep(8)\n\n\ndef run(text: str) -> str:\n    \"\"\"Echo.\"\"\"\n    return text\n")
+    served = start_server(definitions, reload_timeout_s=3.0, import_timeout_s=20.0)
+    text = (definitions / "math.yaml").read_text()
+    slow = text.replace("math_tools:add", "slow_import:run")
+    with httpx.Client(base_url=served.url, timeout=60) as client:
+        checked = client.post("/admin/api/check", json={"path": "math.yaml", "text": slow}).json()
+        assert checked["ok"] is False and "timed out" in checked["problems"][0]["message"]
+        assert client.post("/admin/api/check", json={"path": "math.yaml", "text": text}).json()["ok"] is True
