@@ -4,6 +4,7 @@ surfaces, their results passed through."""
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from collections.abc import Iterator
@@ -112,7 +113,7 @@ def test_secret_header_reaches_the_upstream_and_never_comes_back(defs):
 
 def test_reload_keeps_the_session_and_a_changed_config_gets_a_new_one(defs):
     """A rebuild that leaves the source unchanged keeps its pooled session (no reconnect); a changed mcp mapping is a
-    new session, which serves the calls from then on."""
+    new session, which serves the calls from then on, and the old one, used by nothing, is closed."""
     with gateway_serving(defs) as served:
         pool = served.gateway.mcp_pool
         assert call(served.url, "w_echo", {"text": "a"})["result"] == "a"
@@ -129,6 +130,9 @@ def test_reload_keeps_the_session_and_a_changed_config_gets_a_new_one(defs):
         assert call(served.url, "w_echo", {"text": "c"})["result"] == "c"
         used = [c for c in pool.connections() if c.config.source == "weather" and c.state == "up"]
         assert [c.config.connect_timeout_s for c in used if c is not before] == [4]
+        # The old session is held by nothing now (its tools went with the old catalog): it is closed.
+        until(lambda: gc.collect() >= 0 and before.state == "closed", "the unused session to be closed")
+        assert before not in pool.connections()
 
 
 def reload(served) -> dict:
