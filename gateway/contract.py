@@ -80,7 +80,6 @@ class Case:
 @dataclass
 class ToolReport:
     tool: str
-    where: str
     cases: list[Case]
     skipped: str = ""  # why the whole tool was skipped
 
@@ -92,7 +91,8 @@ class ToolReport:
 
 
 def select(catalog: Catalog, ids: Sequence[str] = (), toolsets: Sequence[str] = ()) -> list[Tool]:
-    """The tools to test: those named (``UnknownTool`` for an id no tool has) in any of ``toolsets``, or all."""
+    """The tools to test: all, or those both named in ``ids`` (``UnknownTool`` for an id no tool has) and in any
+    of ``toolsets``, whichever are given."""
     for tool_id in ids:
         catalog.get(tool_id)
     return catalog.select(toolsets=toolsets, ids=ids or None)
@@ -129,7 +129,7 @@ def _whole_tool_skip(tool: Tool, options: Options) -> str:
 
 
 async def _test_tool(catalog: Catalog, tool: Tool, options: Options, tracebacks: dict[str, str]) -> ToolReport:
-    report = ToolReport(tool.id, _where(catalog, tool, ["id"]), [], _whole_tool_skip(tool, options))
+    report = ToolReport(tool.id, [], _whole_tool_skip(tool, options))
     for index, example in enumerate(tool.definition.examples):
         report.cases.append(await _example(catalog, tool, index, example, report.skipped, tracebacks))
     report.cases.append(await _generated(catalog, tool, options, report, tracebacks))

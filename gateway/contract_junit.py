@@ -31,7 +31,6 @@ def junit_xml(reports: Sequence[ToolReport]) -> ET.ElementTree:
     root = ET.Element("testsuites", name="tool-gateway test")
     for report in reports:
         suite = ET.SubElement(root, "testsuite", name=_text(report.tool))
-        file, line = _location(report.where)
         for case in report.cases:
             case_file, case_line = _location(case.where)
             element = ET.SubElement(suite, "testcase", classname=_text(report.tool), name=_text(case.name),
@@ -41,7 +40,7 @@ def junit_xml(reports: Sequence[ToolReport]) -> ET.ElementTree:
                 failure.text = _text("\n".join([*case.failures, *([case.traceback] if case.traceback else [])]))
             elif case.status == SKIPPED:
                 ET.SubElement(element, "skipped", message=_text(case.message))
-        _count(suite, report.cases, file=_text(file), line=line)
+        _count(suite, report.cases)
     _count(root, [case for report in reports for case in report.cases])
     return ET.ElementTree(root)
 
@@ -55,14 +54,12 @@ def write_junit(reports: Sequence[ToolReport], path: str | Path) -> None:
     tree.write(target, encoding="utf-8", xml_declaration=True)
 
 
-def _count(element: ET.Element, cases: Sequence[Case], **attributes: str) -> None:
+def _count(element: ET.Element, cases: Sequence[Case]) -> None:
     element.set("tests", str(len(cases)))
     element.set("failures", str(sum(case.status == FAILED for case in cases)))
     element.set("errors", "0")  # a crash of the tester itself ends the run; every finding is a failure
     element.set("skipped", str(sum(case.status == SKIPPED for case in cases)))
     element.set("time", f"{sum(case.duration_s for case in cases):.3f}")
-    for key, value in attributes.items():
-        element.set(key, value)
 
 
 def _location(where: str) -> tuple[str, str]:

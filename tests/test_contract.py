@@ -116,6 +116,9 @@ def test_junit_xml_counts_tests_failures_and_skips(tmp_path: Path):
     assert set(suites) == {"logarithm", "half", "forget"}
     for suite in suites.values():
         cases = suite.findall("testcase")
+        for case in cases:
+            assert {"name", "classname", "time"} <= set(case.keys()) and float(case.get("time")) >= 0
+            assert [child.tag for child in case] in ([], ["failure"], ["skipped"])
         assert int(suite.get("tests")) == len(cases)
         assert int(suite.get("failures")) == sum(1 for c in cases if c.find("failure") is not None)
         assert int(suite.get("skipped")) == sum(1 for c in cases if c.find("skipped") is not None)
