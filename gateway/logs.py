@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -61,8 +62,8 @@ class TextFormatter(logging.Formatter):
 
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time (ISO-8601, UTC), level, logger, message, call_id and trace_id when known,
-    exception (the traceback's text) when there is one, and the record's ``fields`` (a mapping a producer passes
-    in ``extra``; the standard keys win a clash)."""
+    exception (the traceback's text) when there is one, and the record's ``fields`` (a flat mapping of names to
+    scalars a producer passes in ``extra``; the standard keys win a clash)."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {"time": iso_time(record.created), "level": record.levelname,
@@ -75,7 +76,10 @@ class JsonFormatter(logging.Formatter):
             entry["trace_id"] = trace_id
         fields = getattr(record, "fields", None)
         if fields:
-            entry |= {name: value for name, value in redact_known(fields).items() if name not in entry}
+            known = known_secrets()
+            for name, value in fields.items():
+                if name not in entry:
+                    entry[name] = secrets.redact(value, known) if known and isinstance(value, str) else value
         # gateway.secrets leaves the redacted traceback in exc_text once a secret is known; else format it.
         if record.exc_info and not record.exc_text:
             record.exc_text = self.formatException(record.exc_info)
@@ -88,12 +92,21 @@ class JsonFormatter(logging.Formatter):
 
 
 def iso_time(timestamp: float) -> str:
-    """``2026-11-30T13:18:16.123Z``: what log and audit lines say of when."""
-    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """``2026-11-30T13:18:16.123Z``: what log and audit lines say of when. The text of the second is made once a
+    second, not once a line."""
+    global _second
+    fraction, whole = math.modf(timestamp)
+    whole, micro = divmod(int(whole) * 1_000_000 + round(fraction * 1_000_000), 1_000_000)  # as datetime rounds
+    second, text = _second
+    if whole != second:
+        text = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _second = (whole, text)
+    return f"{text}.{micro // 1000:03d}Z"
 
 
-def redact_known(value: Any) -> Any:
-    """A JSON value with every secret named so far (``gateway.secrets``) redacted in every spelling; the value
-    itself when no secret is known (the common case costs one dictionary built from the environment)."""
-    known = secrets._known_values()
-    return secrets.redact_value(value, known) if known else value
+_second = (-1, "")  # (a second since the epoch, its text): replaced whole, so threads never see half of it
+
+
+def known_secrets() -> dict[str, str]:
+    """The current values of every secret named so far (``gateway.secrets``), by name."""
+    return secrets._known_values()  # private in gateway.secrets: the values its log record factory redacts

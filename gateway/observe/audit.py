@@ -35,8 +35,9 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .. import secrets
 from ..events import Activity, CallActivity, Event, Observer
-from ..logs import iso_time, redact_known
+from ..logs import iso_time, known_secrets
 from ..settings import SettingsInvalid
 
 if TYPE_CHECKING:
@@ -44,13 +45,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gateway.audit")
 QUEUE_LINES = 10_000  # what may wait for the writer; past that, lines are dropped rather than calls slowed
+BATCH_LINES = 256  # lines the writer takes at once: one write and one flush for all of them
+GATHER_S = 0.02  # how long a line may wait for others to join its batch
 _STOP = object()
 
 
 class AuditTrail(Observer):
-    def __init__(self, handler: logging.Handler):
-        self.handler = handler
-        self.queue: queue.Queue[Any] = queue.Queue(QUEUE_LINES)
+    def __init__(self, sink: Sink):
+        self.sink = sink
+        # SimpleQueue: a put is one C call that never blocks; the bound is kept by _put.
+        self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.dropped = 0  # lines lost to a full queue and not yet reported by the writer
         self._dropping = False  # in a burst of drops: warned once already
         self._lock = threading.Lock()
@@ -66,45 +70,109 @@ class AuditTrail(Observer):
             self._put(event)
 
     def _put(self, item: Any) -> None:
-        try:
-            self.queue.put_nowait(item)
-        except queue.Full:
-            with self._lock:
-                self.dropped += 1
-                warn, self._dropping = not self._dropping, True
-            if warn:
-                log.warning("audit trail: the writer fell behind (%d lines queued); dropping lines until it catches "
-                            "up — their count is written as a 'dropped' line", QUEUE_LINES)
+        if self.queue.qsize() < QUEUE_LINES:
+            self.queue.put(item)
+            return
+        with self._lock:
+            self.dropped += 1
+            warn, self._dropping = not self._dropping, True
+        if warn:
+            log.warning("audit trail: the writer fell behind (%d lines queued); dropping lines until it catches up "
+                        "— their count is written as a 'dropped' line", QUEUE_LINES)
 
     def _write(self) -> None:
-        while True:
-            item = self.queue.get()
-            if item is _STOP:
-                self._report_drops()
-                return
+        stopping = False
+        while not stopping:
+            items = [self.queue.get()]
+            if self.queue.qsize() < BATCH_LINES:
+                # Let lines gather: a busy gateway then wakes this thread (and takes the GIL from calls) once per
+                # batch, not once per call.
+                time.sleep(GATHER_S)
+            while len(items) < BATCH_LINES and not self.queue.empty():
+                items.append(self.queue.get())
+            stopping = any(item is _STOP for item in items)
+            known = known_secrets()  # once a batch: the values are read from the environment
+            lines = [self._dumps(entry, known) for entry in map(_entry, items) if entry is not None]
+            with self._lock:
+                dropped = self.dropped if self.queue.empty() else 0  # a burst ends when the writer has caught up
+                if dropped:
+                    self.dropped, self._dropping = 0, False
+            if dropped:
+                log.warning("audit trail: %d line(s) dropped", dropped)
+                lines.append(self._dumps({"time": iso_time(time.time()), "event": "dropped", "lines": dropped}, known))
             try:
-                self._emit(line(item))
-            except Exception:  # a bug in one line must not end the writer, and so the trail
-                log.exception("audit trail: could not write a %s line", getattr(item, "kind", "?"))
-            if self.queue.empty():
-                self._report_drops()
+                self.sink.write(lines)
+            except OSError:  # a full disk: say so, and keep the writer (the next batch may fit)
+                log.exception("audit trail: could not write %d line(s) to %s", len(lines), self.sink.name)
 
-    def _report_drops(self) -> None:
-        with self._lock:
-            dropped, self.dropped, self._dropping = self.dropped, 0, False
-        if dropped:
-            log.warning("audit trail: %d line(s) dropped", dropped)
-            self._emit({"time": iso_time(time.time()), "event": "dropped", "lines": dropped})
-
-    def _emit(self, entry: Mapping[str, Any]) -> None:
-        text = json.dumps(redact_known(entry), separators=(",", ":"), default=str)
-        self.handler.handle(logging.makeLogRecord({"msg": text, "levelno": logging.INFO}))
+    @staticmethod
+    def _dumps(entry: Mapping[str, Any], known: Mapping[str, str]) -> str:
+        # ASCII: a line's length is its size in bytes (rotation counts it), and no byte can break a reader.
+        return json.dumps(secrets.redact_value(entry, known) if known else entry, separators=(",", ":"),
+                          default=str)
 
     def close(self) -> None:
         """Write what is queued, then stop the writer and close the file."""
         self.queue.put(_STOP)
         self._writer.join()
-        self.handler.close()
+        self.sink.close()
+
+
+def _entry(item: Any) -> dict[str, Any] | None:
+    if item is _STOP:
+        return None
+    try:
+        return line(item)
+    except Exception:  # a bug in one line must not end the writer, and so the trail
+        log.exception("audit trail: could not make a %s line", getattr(item, "kind", "?"))
+        return None
+
+
+class Sink:
+    """Where lines go, a batch at a time: standard output for ``-``, else a file rotated by size when backups are
+    kept (``RotatingFileHandler`` renames the files; sizes are counted here, not asked of the file per line)."""
+
+    def __init__(self, target: str, max_bytes: int, backups: int):
+        self.name = "standard output" if target == "-" else target
+        self.rotating: logging.handlers.RotatingFileHandler | None = None
+        self.max_bytes = max_bytes if backups > 0 else 0
+        if target == "-":
+            self.size = 0
+            return
+        try:
+            self.rotating = logging.handlers.RotatingFileHandler(target, maxBytes=self.max_bytes,
+                                                                 backupCount=backups, encoding="utf-8")
+        except OSError as exc:
+            raise SettingsInvalid(f"setting 'audit_log': cannot open {target!r}: {exc.strerror}") from None
+        self.size = self.rotating.stream.tell()  # appended to: what an earlier run wrote counts
+
+    @property
+    def stream(self) -> Any:
+        return sys.stdout if self.rotating is None else self.rotating.stream
+
+    def write(self, lines: list[str]) -> None:
+        chunk: list[str] = []
+        for text in lines:
+            size = len(text) + 1
+            # As RotatingFileHandler does, a file is rotated before the line that would take it to max_bytes; a
+            # line longer than that gets a file of its own, never an empty file before it.
+            if self.max_bytes and self.size and self.size + size >= self.max_bytes:
+                self._put(chunk)
+                chunk = []
+                self.rotating.doRollover()  # type: ignore[union-attr]  # max_bytes is 0 for standard output
+                self.size = 0
+            chunk.append(text)
+            self.size += size
+        self._put(chunk)
+
+    def _put(self, chunk: list[str]) -> None:
+        if chunk:
+            self.stream.write("\n".join(chunk) + "\n")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.rotating is not None:
+            self.rotating.close()
 
 
 def line(item: CallActivity | Event) -> dict[str, Any]:
@@ -144,22 +212,8 @@ def call_line(call: CallActivity) -> dict[str, Any]:
     return entry
 
 
-def open_handler(target: str, max_bytes: int, backups: int) -> logging.Handler:
-    """Where lines go: standard output for ``-``, else the file, rotated by size when backups are kept."""
-    if target == "-":
-        handler: logging.Handler = logging.StreamHandler(sys.stdout)
-    else:
-        try:
-            handler = logging.handlers.RotatingFileHandler(target, maxBytes=max_bytes if backups > 0 else 0,
-                                                           backupCount=backups, encoding="utf-8")
-        except OSError as exc:
-            raise SettingsInvalid(f"setting 'audit_log': cannot open {target!r}: {exc.strerror}") from None
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    return handler
-
-
 def make(gateway: Gateway) -> AuditTrail | None:
     settings = gateway.settings
     if not settings.audit_log:
         return None
-    return AuditTrail(open_handler(settings.audit_log, settings.audit_max_bytes, settings.audit_backups))
+    return AuditTrail(Sink(settings.audit_log, settings.audit_max_bytes, settings.audit_backups))

@@ -183,16 +183,15 @@ def test_a_full_queue_drops_lines_and_says_so(tmp_path, caplog, monkeypatch):
     """A writer that falls behind never blocks a call: lines past the queue's capacity are dropped, one warning is
     logged for the burst, and a "dropped" line tells how many were lost."""
     monkeypatch.setattr(audit, "QUEUE_LINES", 5)
-    handler = audit.open_handler(str(tmp_path / "audit.jsonl"), 0, 0)
-    trail = audit.AuditTrail(handler)
+    trail = audit.AuditTrail(audit.Sink(str(tmp_path / "audit.jsonl"), 0, 0))
     release = threading.Event()
-    original = trail._emit
+    original = trail.sink.write
 
-    def stalled(entry):  # the writer is stuck on its first line until released
+    def stalled(lines):  # the writer is stuck on its first batch until released
         release.wait(10)
-        original(entry)
+        original(lines)
 
-    trail._emit = stalled
+    trail.sink.write = stalled
     with caplog.at_level(logging.WARNING, logger="gateway.audit"):
         for n in range(20):
             trail.end(_call(n))

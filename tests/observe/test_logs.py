@@ -108,3 +108,14 @@ def test_the_call_log_writes_one_line_per_call_unless_its_level_is_off(caplog, l
     assert record.call_id == "abc123" and record.getMessage() == "add via rest by key (user ann): ok in 12.3 ms, 3 chars"
     entry = json.loads(JsonFormatter().format(record))
     assert entry["call_id"] == "abc123" and (entry["tool"], entry["outcome"], entry["duration_ms"]) == ("add", "ok", 12.3)
+
+
+def test_iso_time_is_datetimes_text_to_the_millisecond():
+    """The once-a-second cached timestamp text is what datetime writes, at second boundaries and rounding edges."""
+    from datetime import UTC, datetime
+
+    from gateway.logs import iso_time
+
+    for moment in (0.0, 1.9995, 1764508696.123, 1764508696.9999996, 1918750199.8339994, 1918750200.0004):
+        expected = datetime.fromtimestamp(moment, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        assert iso_time(moment) == expected
