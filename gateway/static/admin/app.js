@@ -49,7 +49,7 @@ function showOverview() {
 
 async function route(event) {
   const navigated = Boolean(event); // a hashchange, not the first page of the tab
-  const path = decodeURIComponent(location.hash.replace(/^#/, "")) || "/";
+  const path = location.hash.replace(/^#/, "") || "/"; // its parts are decoded once matched
   const ticket = ++rendering;
   if (stopPage) {
     stopPage();
@@ -74,7 +74,7 @@ async function route(event) {
     if (ticket !== rendering) return;
     clear(main);
     main.setAttribute("aria-busy", "true");
-    const stop = await page.render(main, found.slice(1).map((part) => part && decodeURIComponent(part)), context);
+    const stop = await page.render(main, found.slice(1).map(decodePart), context);
     if (ticket !== rendering) {
       if (stop) stop();
       return;
@@ -115,6 +115,14 @@ async function boot(message) {
   showOverview();
   if (message) main.append(notice("info", message));
   return route();
+}
+
+function decodePart(part) {
+  try {
+    return part && decodeURIComponent(part);
+  } catch {
+    return part; // a stray "%" in a typed URL: taken as it is
+  }
 }
 
 function refusal(error) {

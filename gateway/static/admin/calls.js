@@ -74,12 +74,10 @@ export async function render(main) {
     let first = true;
     while (!abort.signal.aborted) {
       try {
-        if (!first) { // calls made while the stream was down
-          const recent = await get("/admin/api/calls", {signal: abort.signal});
-          for (const call of [...recent.calls].sort((a, b) => a.at - b.at)) add(call, {live: true});
-        }
+        if (!first) await catchUp(); // calls made while the stream was down
         first = false;
         await stream("/admin/api/calls/stream", (name, data) => {
+          if (name === "dropped") catchUp(); // this reader fell behind: the gateway skipped some calls
           if (name !== "call") return;
           try {
             add(JSON.parse(data), {live: true});
@@ -96,6 +94,11 @@ export async function render(main) {
       wait = Math.min(wait * 2, 15000);
     }
   })();
+
+  async function catchUp() {
+    const recent = await get("/admin/api/calls", {signal: abort.signal});
+    for (const call of [...recent.calls].sort((a, b) => a.at - b.at)) add(call, {live: true});
+  }
 
   function setState(text, kind) {
     state.textContent = text;

@@ -34,15 +34,17 @@ export async function render(main, [id]) {
         fact("Timeout", tool.timeout_s ? `${tool.timeout_s} s` : "—"),
         fact("Annotations", annotations(tool.annotations)))),
     figures(tool.figures),
-    schemaSection("input", "Input schema", tool.input_schema),
+    schemaSection("input", "Input schema", tool.input_schema,
+      tool.input_schema_derived ? "Derived from the Python function's signature." : null),
     schemaSection("output", "Output schema", tool.output_schema),
     h("section", {"aria-labelledby": "formats-heading"},
       h("h2#formats-heading", "As each provider sees it"),
       h("div.formats", FORMATS.map(([name, title]) => h("div.card.format",
         h("h3", title),
-        tool.formats && tool.formats[name] !== undefined
+        tool.formats && tool.formats[name] !== undefined && tool.formats[name] !== null
           ? codeBlock(tool.formats[name], {tabindex: "0", "aria-label": `${title} declaration`})
-          : h("p.empty", "Not available."))))),
+          : h("p.empty", "Not available."),
+        diagnostics(tool.format_diagnostics && tool.format_diagnostics[name]))))),
     examples(tool));
 }
 
@@ -71,7 +73,13 @@ function figures(figures) {
       ["p50", ms(figures.p50_ms)], ["p95", ms(figures.p95_ms)], ["SLO", slo]].map(([term, value]) => h("div", fact(term, value)))));
 }
 
-function schemaSection(name, title, schema) {
+// What a provider's format had to change or leave out of the tool (its schema dialect is narrower).
+function diagnostics(list) {
+  if (!list || !list.length) return null;
+  return h("div.diagnostics", h("p.sub-title", "Adapted for this provider:"), h("ul", list.map((line) => h("li", line))));
+}
+
+function schemaSection(name, title, schema, note = null) {
   const readable = h("div", describeSchema(schema));
   const raw = h("div", {hidden: true}, codeBlock(schema ?? null, {tabindex: "0", "aria-label": `${title} as JSON`}));
   const toggle = h("button.secondary.small", {
@@ -86,6 +94,7 @@ function schemaSection(name, title, schema) {
   if (!schema) return h("section.card", {"aria-labelledby": `${name}-heading`}, h(`h2#${name}-heading`, title), h("p.empty", "None declared."));
   return h("section.card", {"aria-labelledby": `${name}-heading`},
     h("div.card-head", h(`h2#${name}-heading`, title), toggle),
+    note ? h("p.hint", note) : null,
     h(`div#${name}-schema`, readable, raw));
 }
 
