@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -97,23 +99,172 @@ def serve_process(definitions: Path, *args: str, env: dict[str, str] | None = No
                   while_running: Callable[[str], None] = lambda url: None) -> str:
     """Run ``tool-gateway serve`` until it answers on 127.0.0.1, call ``while_running(url)``, stop it with SIGINT;
     its log."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gateway", "serve", str(definitions), "--port", str(port), "--no-reload", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, process.communicate()[0]
-            try:
-                httpx.get(f"{url}/healthz", timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.1)
-        while_running(url)
-    finally:
-        process.send_signal(signal.SIGINT)
-        log = process.communicate(timeout=20)[0]
+    with tempfile.TemporaryDirectory() as scratch:
+        process = GatewayProcess(definitions, "--no-reload", *args, env=env, log=Path(scratch) / "serve.log")
+        process.start()
+        try:
+            while_running(process.url)
+        finally:
+            log = process.stop()
     return log
+
+
+class GatewayProcess:
+    """``tool-gateway serve`` in a child process on a port of its own, kept across restarts; its output goes to a
+    file (a pipe nobody reads would fill and stall a long-running server)."""
+
+    def __init__(self, definitions: Path, *args: str, env: dict[str, str] | None = None, log: Path,
+                 port: int | None = None):
+        self.definitions = definitions
+        self.args = args
+        self.env = env or {}
+        self.log_path = log
+        self.port = port or free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 60) -> None:
+        """Start it and wait until ``/healthz`` answers."""
+        self.spawn()
+        self.wait_ready(timeout_s)
+
+    def spawn(self) -> None:
+        """Start the process without waiting (several start side by side, then ``wait_ready`` each)."""
+        with self.log_path.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "gateway", "serve", str(self.definitions), "--port", str(self.port), *self.args],
+                stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **self.env})
+
+    def wait_ready(self, timeout_s: float = 60) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            assert self.process.poll() is None, f"the gateway exited at start:\n{self.log()}"
+            try:
+                httpx.get(f"{self.url}/healthz", timeout=1)
+                return
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, f"the gateway did not start:\n{self.log()}"
+                time.sleep(0.1)
+
+    def stop(self) -> str:
+        """Stop it as an operator would (SIGINT, then SIGKILL after 20 s); its log."""
+        if self.process is not None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+            self.process = None
+        return self.log()
+
+    def kill(self) -> None:
+        """Kill it at once (SIGKILL): what a crashed replica looks like to the others."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(5)
+            self.process = None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+class RedisServer:
+    """A real ``redis-server`` on a free port of 127.0.0.1 (no persistence), restartable on the same port."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+        self.process = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.directory)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not self.answers():
+            assert self.process.poll() is None, "redis-server exited at start"
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.02)
+
+    def answers(self) -> bool:
+        """Whether it answers PING now (RESP spoken by hand: the tests need no client for this)."""
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(10)
+            self.process = None
+
+
+NGINX_TEMPLATE = REPO / "deploy" / "nginx" / "nginx.conf.template"
+
+
+class Nginx:
+    """A real nginx from ``deploy/nginx/nginx.conf.template``: round-robin over ``upstreams`` (ports of
+    127.0.0.1), its configuration, logs and temp files under ``directory``."""
+
+    def __init__(self, directory: Path, upstreams: list[int]):
+        self.directory = directory
+        self.port = free_port()
+        servers = "\n        ".join(f"server 127.0.0.1:{port};" for port in upstreams)
+        values = {"LISTEN_PORT": str(self.port), "UPSTREAM_SERVERS": servers, "PREFIX": str(directory)}
+        lines = NGINX_TEMPLATE.read_text().splitlines(keepends=True)
+        text = "".join(line if line.lstrip().startswith("#") else _substitute(line, values) for line in lines)
+        self.config = directory / "nginx.conf"
+        directory.mkdir(parents=True, exist_ok=True)
+        self.config.write_text(text)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        binary = shutil.which("nginx") or "/usr/sbin/nginx"
+        self.process = subprocess.Popen([binary, "-c", str(self.config), "-p", str(self.directory)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while True:
+            assert self.process.poll() is None, f"nginx exited at start:\n{self.errors()}"
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return
+            except OSError:
+                assert time.monotonic() < deadline, "nginx did not start"
+                time.sleep(0.02)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()  # SIGTERM: nginx's fast shutdown
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+            self.process = None
+
+    def errors(self) -> str:
+        path = self.directory / "error.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+
+def _substitute(text: str, values: dict[str, str]) -> str:
+    for name, value in values.items():
+        text = text.replace("${" + name + "}", value)
+    return text
