@@ -187,7 +187,8 @@ def _validate(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     catalog = _catalog(args)
     if args.json:
-        print(json.dumps({"tools": [t.describe() for t in catalog.tools.values()]}, indent=2, ensure_ascii=False))
+        listing = {"tools": [t.describe() for t in catalog.tools.values()], "sources": list(catalog.sources)}
+        print(json.dumps(listing, indent=2, ensure_ascii=False))
         return 0
     width = max((len(t) for t in catalog.tools), default=2)
     for tool in catalog.tools.values():

@@ -114,10 +114,10 @@ class DocumentServer:
         return Starlette(routes=[Route("/openapi.json", self.document)])
 
 
-def _list(root: Path, state: Path) -> subprocess.CompletedProcess:
+def _list(root: Path, state: Path, *options: str) -> subprocess.CompletedProcess:
     environment = {**os.environ, "TOOL_GATEWAY_STATE_DIR": str(state)}
-    return subprocess.run([sys.executable, "-m", "gateway", "list", str(root)], capture_output=True, text=True,
-                          timeout=60, env=environment, check=False)
+    return subprocess.run([sys.executable, "-m", "gateway", "list", str(root), *options], capture_output=True,
+                          text=True, timeout=60, env=environment, check=False)
 
 
 def test_a_url_document_down_at_start_is_served_stale_from_disk(tmp_path):
@@ -143,8 +143,10 @@ def test_a_url_document_down_at_start_is_served_stale_from_disk(tmp_path):
     assert stale.returncode == 0, stale.stderr
     assert "update_issue" in stale.stdout
     assert "source tracker  openapi  1 tool(s)  stale" in stale.stdout and "HTTP 503" in stale.stdout
-    gone = _list(root, tmp_path / "empty-state")  # never fetched, server gone: no tools, a warning, still serves
-    assert gone.returncode == 0 and "update_issue" not in gone.stdout and "down" in gone.stdout
+    gone = _list(root, tmp_path / "empty-state", "--json")  # never fetched, server gone: no tools, still serves
+    assert gone.returncode == 0
+    [source] = json.loads(gone.stdout)["sources"]
+    assert (source["id"], source["tools"], source["health"]) == ("tracker", 0, "down")
 
 
 def test_a_reload_reuses_the_tools_of_an_unchanged_document_and_sees_a_changed_one(write_definitions):
