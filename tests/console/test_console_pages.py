@@ -185,3 +185,11 @@ async def test_the_landing_page_links_to_the_console(console, page):
     await page.get_by_role("link", name="/admin/").click()
     await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     assert page.url == f"{console.url}/admin/"
+
+
+async def test_a_malformed_address_shows_a_message_not_a_broken_page(console, page):
+    """A typed address with a stray '%' (not percent-encoding) reaches the page as it is: the tool is not found,
+    said on the page, and no script error occurs."""
+    await sign_in(page, console.url)
+    await page.goto(f"{console.url}/admin/#/tools/50%zz")
+    await expect(page.get_by_role("alert")).to_contain_text("50%zz")
