@@ -63,7 +63,8 @@ async def test_the_catalog_searches_and_filters(console, page):
 
 async def test_a_tool_page_shows_its_descriptions_schemas_formats_and_declaration(console, page):
     """A tool's page shows both descriptions, its input schema as a readable list (nested properties, required
-    marks, enum values) with a raw JSON toggle, the four provider formats and file:line."""
+    marks, enum values) with a raw JSON toggle, the four provider formats, and file:line, which opens the
+    editor at that line."""
     await sign_in(page, console.url)
     await page.get_by_role("link", name="place_order", exact=True).click()
     await expect(page.get_by_role("heading", name="Place an order")).to_be_visible()
@@ -82,6 +83,11 @@ async def test_a_tool_page_shows_its_descriptions_schemas_formats_and_declaratio
     await page.locator(".card-head:has(#input-heading)").get_by_role("button", name="Raw JSON").click()
     raw = json.loads(await page.locator("#input-schema pre").inner_text())
     assert raw == console.gateway.catalog.tools["place_order"].input_schema
+
+    await main.get_by_role("link", name="orders.yaml:4").click()  # the declaration, in the editor, selected
+    source = page.get_by_label("Contents of orders.yaml")
+    await expect(source).to_be_focused()
+    assert await source.evaluate("s => s.value.slice(s.selectionStart, s.selectionEnd)") == "  - id: place_order"
 
 
 async def test_descriptions_are_shown_as_text_never_as_markup(console, page):

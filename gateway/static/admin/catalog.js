@@ -2,6 +2,7 @@
 
 import {get} from "./api.js";
 import {fill, h, table, time} from "./dom.js";
+import {where} from "./problems.js";
 
 const FILTERS = [
   ["scope", "Scope", (tool) => [tool.scope]],
@@ -65,7 +66,7 @@ function toolTable(tools) {
     tool.binding,
     chips(tool.toolsets),
     chips(tool.tags),
-    tool.file ? h("code", tool.line ? `${tool.file}:${tool.line}` : tool.file) : tool.plugin ? `plugin ${tool.plugin}` : "—",
+    tool.file ? where(tool.file, tool.line) : tool.plugin ? `plugin ${tool.plugin}` : "—",
     h("a.button.small", {href: `#/tools/${encodeURIComponent(tool.id)}/try`, "aria-label": `Try ${tool.id}`}, "Try"),
   ]);
 }

@@ -95,9 +95,15 @@ export function problemList(problems, {onPick} = {}) {
     problem.excerpt ? excerpt(problem.excerpt, problem) : null)));
 }
 
-// A file of the definitions directory the editor can open (not a plugin's "<plugin>:<path>", not the directory).
-function editable(file) {
+/** A file of the definitions directory the editor can open (not a plugin's "<plugin>:<path>", not the directory). */
+export function editable(file) {
   return typeof file === "string" && /\.ya?ml$/.test(file) && !file.includes(":") && !file.startsWith("/");
+}
+
+/** `file:line`, a link to that line in the editor when the editor can open the file. */
+export function where(file, line) {
+  const text = h("code", line ? `${file}:${line}` : file);
+  return editable(file) ? h("a", {href: `#/editor/${file}${line ? `:${line}` : ""}`}, text) : text;
 }
 
 export function position(problem) {

@@ -4,16 +4,14 @@
 import {get, pathParam} from "./api.js";
 import {codeBlock, fill, h, ms} from "./dom.js";
 import {chips} from "./catalog.js";
+import {where} from "./problems.js";
 import {describeSchema} from "./schema.js";
 
 const FORMATS = [["mcp", "MCP"], ["openai", "OpenAI"], ["anthropic", "Anthropic"], ["gemini", "Gemini"]];
 
 export async function render(main, [id]) {
   const tool = await get(`/admin/api/tools/${pathParam(id)}`);
-  const declared = tool.declared && tool.declared.file
-    ? h("a", {href: `#/editor/${tool.declared.file}${tool.declared.line ? `:${tool.declared.line}` : ""}`},
-      h("code", tool.declared.line ? `${tool.declared.file}:${tool.declared.line}` : tool.declared.file))
-    : "—";
+  const declared = tool.declared && tool.declared.file ? where(tool.declared.file, tool.declared.line) : "—";
   fill(main,
     h("div.page-head",
       h("p.crumbs", h("a", {href: "#/"}, "Catalog"), " / ", h("code", tool.id)),
