@@ -92,24 +92,18 @@ class AuditTrail(Observer):
                 items.append(self.queue.get())
             stopping = any(item is _STOP for item in items)
             known = known_secrets()  # once a batch: the values are read from the environment
-            lines = [self._dumps(entry, known) for entry in map(_entry, items) if entry is not None]
+            lines = [text for text in (_text(item, known) for item in items if item is not _STOP) if text]
             with self._lock:
                 dropped = self.dropped if self.queue.empty() else 0  # a burst ends when the writer has caught up
                 if dropped:
                     self.dropped, self._dropping = 0, False
             if dropped:
                 log.warning("audit trail: %d line(s) dropped", dropped)
-                lines.append(self._dumps({"time": iso_time(time.time()), "event": "dropped", "lines": dropped}, known))
+                lines.append(_dumps({"time": iso_time(time.time()), "event": "dropped", "lines": dropped}, known))
             try:
                 self.sink.write(lines)
-            except OSError:  # a full disk: say so, and keep the writer (the next batch may fit)
+            except Exception:  # a full disk: say so, and keep the writer (the next batch may fit)
                 log.exception("audit trail: could not write %d line(s) to %s", len(lines), self.sink.name)
-
-    @staticmethod
-    def _dumps(entry: Mapping[str, Any], known: Mapping[str, str]) -> str:
-        # ASCII: a line's length is its size in bytes (rotation counts it), and no byte can break a reader.
-        return json.dumps(secrets.redact_value(entry, known) if known else entry, separators=(",", ":"),
-                          default=str)
 
     def close(self) -> None:
         """Write what is queued, then stop the writer and close the file."""
@@ -118,14 +112,18 @@ class AuditTrail(Observer):
         self.sink.close()
 
 
-def _entry(item: Any) -> dict[str, Any] | None:
-    if item is _STOP:
-        return None
+def _text(item: CallActivity | Event, known: Mapping[str, str]) -> str | None:
+    """The line of a call or event, redacted and serialised; None (and the bug logged) if that fails."""
     try:
-        return line(item)
+        return _dumps(line(item), known)
     except Exception:  # a bug in one line must not end the writer, and so the trail
-        log.exception("audit trail: could not make a %s line", getattr(item, "kind", "?"))
+        log.exception("audit trail: could not make a %s line", item.kind)
         return None
+
+
+def _dumps(entry: Mapping[str, Any], known: Mapping[str, str]) -> str:
+    # ASCII: a line's length is its size in bytes (rotation counts it), and no byte can break a reader.
+    return json.dumps(secrets.redact_value(entry, known) if known else entry, separators=(",", ":"), default=str)
 
 
 class Sink:
@@ -135,9 +133,9 @@ class Sink:
     def __init__(self, target: str, max_bytes: int, backups: int):
         self.name = "standard output" if target == "-" else target
         self.rotating: logging.handlers.RotatingFileHandler | None = None
-        self.max_bytes = max_bytes if backups > 0 else 0
+        self.max_bytes = max_bytes if backups > 0 and target != "-" else 0
+        self.size = 0
         if target == "-":
-            self.size = 0
             return
         try:
             self.rotating = logging.handlers.RotatingFileHandler(target, maxBytes=self.max_bytes,

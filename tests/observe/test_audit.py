@@ -13,12 +13,13 @@ import threading
 from urllib.parse import quote, quote_plus
 
 import httpx
+import pytest
 from support import serve_process
 
 from gateway.events import CallActivity
 from gateway.observe import audit
 from gateway.runtime import Gateway
-from gateway.settings import Settings
+from gateway.settings import Settings, SettingsInvalid
 
 SECRET = 'Aud1t/S3cr+t&V4l=ue xyz"q'
 NAME = "AUDIT_TEST_TOKEN"
@@ -202,3 +203,29 @@ def test_a_full_queue_drops_lines_and_says_so(tmp_path, caplog, monkeypatch):
     calls = [line for line in lines if line["event"] == "call"]
     dropped = sum(line["lines"] for line in lines if line["event"] == "dropped")
     assert len(warnings) == 1 and dropped > 0 and len(calls) + dropped == 20
+
+
+def test_a_dash_writes_to_standard_output(capsys):
+    """audit_log "-" sends the lines to standard output, one JSON object per line."""
+    trail = audit.AuditTrail(audit.Sink("-", 100, 5))
+    for n in range(3):
+        trail.end(_call(n))
+    trail.close()
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line)["call_id"] for line in lines] == [f"{n:016x}" for n in range(3)]
+
+
+def test_without_backups_the_file_is_never_rotated(tmp_path):
+    """audit_backups 0 keeps one file past audit_max_bytes rather than throw lines away."""
+    trail = audit.AuditTrail(audit.Sink(str(tmp_path / "audit.jsonl"), 200, 0))
+    for n in range(20):
+        trail.end(_call(n))
+    trail.close()
+    assert [p.name for p in tmp_path.iterdir()] == ["audit.jsonl"]
+    assert len((tmp_path / "audit.jsonl").read_text().splitlines()) == 20
+
+
+def test_an_unwritable_audit_file_is_a_settings_error(tmp_path):
+    """A path that cannot be opened stops the start with a message naming the setting and the path."""
+    with pytest.raises(SettingsInvalid, match="setting 'audit_log': cannot open .*missing"):
+        audit.Sink(str(tmp_path / "missing" / "audit.jsonl"), 100, 1)
