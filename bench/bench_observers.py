@@ -1,0 +1,93 @@
+"""What the call log, the audit trail and SLO bookkeeping cost per call, each on its own, against an in-process
+``invoke`` of the ``sum`` example with no consumer.
+
+    python bench/bench_observers.py [--rounds 7]
+
+Each figure is the best of ``--rounds`` rounds in process CPU time (every thread's: the audit writer's work
+counts), in microseconds, so that other load on the machine weighs on all alike. Log lines go to /dev/null through
+the handler ``configure_logging`` installs; "secret known" rows have one ``{{ secrets.NAME }}`` named, so every
+record is redacted. ``bench_observability.py`` measures the whole server with every consumer on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import tempfile
+import time
+import timeit
+from pathlib import Path
+
+from gateway import secrets
+from gateway.context import CallContext
+from gateway.events import CallActivity
+from gateway.invoke import invoke
+from gateway.logs import CallIds, JsonFormatter, TextFormatter
+from gateway.observe import audit, calllog, slo
+from gateway.runtime import Gateway
+from gateway.settings import Settings
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "tool-definitions"
+SECRET = "BENCH_OBSERVERS_TOKEN"
+
+
+def ended_call() -> CallActivity:
+    call = CallActivity("call", id="0123456789abcdef", tool="sum", surface="rest", caller="key", user="ann",
+                        arguments={"a": 1, "b": 2}, version="0babc2aa49bd7f10")
+    call.outcome, call.duration_s, call.result_chars = "ok", 0.0012, 3
+    return call
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    rounds = parser.parse_args().rounds
+
+    def best(work, number: int) -> float:
+        timer = timeit.Timer(work, timer=time.process_time)
+        return min(timer.repeat(rounds, number)) / number * 1e6
+
+    gateway = Gateway(Settings(definitions=EXAMPLES, reload=False))
+    loop = asyncio.new_event_loop()
+    context = CallContext(surface="rest")
+
+    async def calls(n: int) -> None:
+        for i in range(n):
+            await invoke(gateway.catalog, "sum", {"a": i, "b": 1}, context)
+
+    rows = [("invoke('sum') in process, no consumer (the floor)", best(lambda: loop.run_until_complete(calls(200)),
+                                                                       1) / 200)]
+    handler = logging.StreamHandler(open(os.devnull, "w"))  # noqa: SIM115 — held until the process ends
+    handler.addFilter(CallIds())
+    logging.getLogger().handlers[:] = [handler]
+    call, call_log = ended_call(), calllog.CallLog()
+    logging.getLogger().setLevel(logging.WARNING)
+    rows.append(("call log, gateway.calls below its level", best(lambda: call_log.end(call), 20_000)))
+    logging.getLogger().setLevel(logging.INFO)
+    for known in ("no secret known", "secret known"):
+        if known == "secret known":
+            os.environ[SECRET] = "S3cr3t-bench-token-value"
+            secrets.remember({SECRET})
+        for name, formatter in (("text", TextFormatter()), ("json", JsonFormatter())):
+            handler.setFormatter(formatter)
+            rows.append((f"call log line, {name}, {known}", best(lambda: call_log.end(call), 5_000)))
+    slos = slo.make(gateway)
+    rows.append(("slo end()", best(lambda: slos.end(call), 20_000)))
+    rows.append((f"slo figures(), a tool with {slo.SAMPLES} samples (per scrape)", best(slos.figures, 100)))
+    with tempfile.TemporaryDirectory() as scratch:
+        trail = audit.AuditTrail(audit.Sink(os.path.join(scratch, "put.jsonl"), 10_000_000, 5))
+        rows.append(("audit end() on the call's thread", best(lambda: trail.end(call), 5_000)))
+        trail.close()
+        sink, known_values = audit.Sink(os.path.join(scratch, "lines.jsonl"), 10_000_000, 5), secrets._known_values()
+        batch = [call] * 100
+        rows.append(("audit writer, per line (record, redaction, JSON, batched write)",
+                     best(lambda: sink.write([audit._text(item, known_values) for item in batch]), 20) / 100))
+        sink.close()
+    for label, micros in rows:
+        print(f"{label:<66} {micros:8.2f} us")
+
+
+if __name__ == "__main__":
+    main()
