@@ -138,3 +138,16 @@ async def test_a_configmap_mount_makes_the_editor_read_only_and_says_why(readonl
         await expect(page.get_by_role("button", name=name)).to_be_disabled()
     await check_page(page, "editor-read-only")
 
+
+
+async def test_the_line_numbers_follow_the_text_when_it_scrolls(edited, page):
+    """Scrolling a file longer than the editor scrolls its line numbers with it: the gutter shows the lines
+    the text shows."""
+    await sign_in(page, edited.url, route="#/editor/orders.yaml")
+    source = page.get_by_label("Contents of orders.yaml")
+    lines = len((edited.definitions / "orders.yaml").read_text(encoding="utf-8").split("\n"))
+    await expect(page.locator(".gutter .gl")).to_have_count(lines)
+    await source.evaluate("s => { s.scrollTop = s.scrollHeight; s.dispatchEvent(new Event('scroll')); }")
+    top = await source.evaluate("s => s.scrollTop")
+    assert top > 0
+    await expect(page.locator(".gutter")).to_have_js_property("scrollTop", top)
