@@ -11,7 +11,7 @@ made from the callers' own tasks on the entered client. When the upstream drops,
 capped exponential backoff; a call meanwhile fails at once, naming the upstream (or, when the last attempt is
 older than ``RETRY_ON_CALL_S``, wakes the task and waits for one attempt), so an upstream restarted mid-use heals
 by itself. A 2025-11-25 session the upstream no longer knows (it restarted: HTTP 404) is reconnected and the
-call, which the upstream never ran, is sent once more.
+call, which the upstream refused without running it, is sent once more.
 
 The upstream's ``tools/list_changed`` (a notification on 2025-11-25 sessions, a ``subscriptions/listen`` event
 on 2026-07-28 ones) calls ``on_change`` (the reload service's trigger); so does a reconnect whose listing
@@ -51,7 +51,8 @@ log = logging.getLogger("gateway.mcp_pool")
 RETRY_ON_CALL_S = 0.5  # a call to a down upstream tries to connect if no attempt was made for this long
 SSE_READ_TIMEOUT_S = 300.0  # a listen or GET stream stays open this long without a byte (the SDK's default)
 CALL_READ_TIMEOUT_S = 3600.0  # the tool's own timeout (invoke) bounds a call; this only lifts the client's
-CLOSE_GRACE_S = 5.0  # an unused session is closed this long after its last holder let go
+CLOSE_GRACE_S = 5.0
+PING_INTERVAL_S = 10.0  # how often a 2025-11-25 session (no change stream to lose) is checked  # an unused session is closed this long after its last holder let go
 
 
 class UpstreamUnavailable(Exception):
@@ -112,7 +113,7 @@ class Connection:
         except MCPError as exc:
             if not self._lost(client, exc):
                 raise
-            if exc.error.message != "Session terminated":  # the call may have run: never send it twice
+            if not _forgotten(exc):  # the call may have run: never send it twice
                 raise UpstreamUnavailable(f"{self.config.label} closed the connection during the call") from None
         client = await self._session()  # the upstream restarted and forgot the session, before running the call
         return await client.call_tool(name, arguments, read_timeout_seconds=CALL_READ_TIMEOUT_S)
@@ -128,9 +129,10 @@ class Connection:
 
     def _lost(self, client: Client, exc: MCPError) -> bool:
         """Whether ``exc`` means the session is gone (then a new one is asked for)."""
-        gone = exc.error.code == mcp_types.CONNECTION_CLOSED or exc.error.message == "Session terminated"
+        gone = exc.error.code == mcp_types.CONNECTION_CLOSED or _forgotten(exc)
         if gone and self._client is client and self._redo is not None:
             self._client = None
+            self._attempt = asyncio.get_running_loop().create_future()  # what calls wait for: the next session
             self._redo.set()
         return gone
 
@@ -181,10 +183,10 @@ class Connection:
             self._last_attempt = loop.time()
             if self._attempt is None or self._attempt.done():
                 self._attempt = loop.create_future()
-            self.state = "connecting"
+            attempt, self.state = self._attempt, "connecting"
             try:
                 async with _connected(self.config, self._notified) as client:
-                    await self._serve(client)
+                    await self._serve(client, attempt)
                 self.error = self.error or "the connection ended"
             except asyncio.CancelledError:
                 raise
@@ -194,9 +196,13 @@ class Connection:
             finally:
                 self._client = None
             was_up = self.state == "up"
-            if not self._attempt.done():
-                self._attempt.set_exception(UpstreamUnavailable(self.error))
-                self._attempt.exception()  # retrieved: no "never retrieved" warning when no call waited
+            if not attempt.done():
+                attempt.set_exception(UpstreamUnavailable(self.error))
+                attempt.exception()  # retrieved: no "never retrieved" warning when no call waited
+            if self._redo.is_set():  # a call found the session gone (the upstream restarted): a new one, now
+                self._redo.clear()
+                failures = 0
+                continue
             self.state = "down"
             if was_up:
                 self.pool.changed(self)  # its tools are served stale now: /status says so
@@ -204,14 +210,13 @@ class Connection:
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), backoff(failures))  # 0.5 s doubling to 8 s
-            self._redo.clear()
 
-    async def _serve(self, client: Client) -> None:
-        assert self._redo is not None and self._attempt is not None
+    async def _serve(self, client: Client, attempt: asyncio.Future[Client]) -> None:
+        assert self._redo is not None
         tools = await _all_tools(client)
         self._client, self.state, self.error, self.connected_at = client, "up", None, time.time()
-        if not self._attempt.done():
-            self._attempt.set_result(client)
+        if not attempt.done():
+            attempt.set_result(client)
         log.info("%s connected (%s, %d tools)", self.config.label, client.protocol_version, len(tools))
         if self.listed is not None and _fingerprint(tools) != self.listed:
             self.pool.changed(self)  # it came back, or came back different, since the last build read it
@@ -222,18 +227,28 @@ class Connection:
 
     async def _listen(self, client: Client, scope: anyio.CancelScope) -> None:
         """On 2026-07-28, hear tools/list_changed on a ``subscriptions/listen`` stream; when that stream ends
-        the upstream went away (or restarted): reconnect."""
+        the upstream went away (or restarted): reconnect. On 2025-11-25 the notification comes through
+        ``_notified``, and the SDK gives up on a GET stream that broke without saying so: a ping every
+        ``PING_INTERVAL_S`` finds out whether the session still stands."""
         try:
             async with client.listen(tools_list_changed=True) as subscription:
                 async for _event in subscription:
                     self.pool.changed(self)
+            self.error = "its change stream ended"
         except ListenNotSupportedError:
-            return  # 2025-11-25: the notification comes through _notified
+            self.error = await self._ping_until_gone(client)
         except Exception as exc:  # noqa: BLE001 — lost, or refused: the session is not trusted any more
             self.error = f"its change stream ended: {reason(exc)}"
-        else:
-            self.error = "its change stream ended"
         scope.cancel()
+
+    async def _ping_until_gone(self, client: Client) -> str:
+        while True:
+            await asyncio.sleep(PING_INTERVAL_S)
+            try:
+                with anyio.fail_after(self.config.connect_timeout_s):
+                    await client.session.send_ping()
+            except Exception as exc:  # noqa: BLE001 — whatever it is, the session no longer answers
+                return f"it stopped answering: {reason(exc)}"
 
     async def _notified(self, message: Any) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):
@@ -261,6 +276,14 @@ class Connection:
             self._owners.add(owner)
             self._holders += 1
         weakref.finalize(owner, self.pool._released, self)
+
+
+def _forgotten(exc: MCPError) -> bool:
+    """Whether the upstream refused a request for not knowing its session (it restarted, or expired it): HTTP
+    404, which the SDK reports as "Session terminated" or as the server's own error ("Session not found")."""
+    message = exc.error.message.lower()
+    return exc.error.code == mcp_types.INVALID_REQUEST and "session" in message and any(
+        word in message for word in ("terminated", "not found", "expired", "invalid"))
 
 
 async def _all_tools(client: Client) -> list[mcp_types.Tool]:

@@ -31,6 +31,7 @@ class Upstream:
     """An upstream MCP server script run on a fixed port of 127.0.0.1."""
 
     script: str
+    args: tuple[str, ...] = ()  # after the port: ("--legacy",) for a server of the 2025-11-25 revision only
     port: int = field(default_factory=free_port)
     env: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
@@ -40,7 +41,7 @@ class Upstream:
         return f"http://127.0.0.1:{self.port}/mcp"
 
     def start(self) -> Upstream:
-        self.process = subprocess.Popen([sys.executable, str(SERVERS / self.script), str(self.port)],
+        self.process = subprocess.Popen([sys.executable, str(SERVERS / self.script), str(self.port), *self.args],
                                         env={**os.environ, **self.env}, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
@@ -59,8 +60,8 @@ class Upstream:
 
 
 @contextmanager
-def upstream(script: str, **env: str) -> Iterator[Upstream]:
-    running = Upstream(script, env=env).start()
+def upstream(script: str, *args: str, **env: str) -> Iterator[Upstream]:
+    running = Upstream(script, args, env=env).start()
     try:
         yield running
     finally:

@@ -38,10 +38,14 @@ def source_status(served, source: str = "weather") -> dict:
     return {s["id"]: s for s in served.gateway.catalog.sources}[source]
 
 
-def test_calls_fail_naming_the_upstream_while_it_is_down_and_heal_after_a_restart(tmp_path):
+REVISIONS = pytest.mark.parametrize("revision", [(), ("--legacy",)], ids=["2026-07-28", "2025-11-25"])
+
+
+@REVISIONS
+def test_calls_fail_naming_the_upstream_while_it_is_down_and_heal_after_a_restart(tmp_path, revision):
     """Killed mid-use, the upstream's tools answer error results naming it, promptly (well within the tool
     timeout); restarted on the same port, calls succeed again without anyone reconnecting by hand."""
-    weather = Upstream("mcpserver_http.py").start()
+    weather = Upstream("mcpserver_http.py", revision).start()
     try:
         with gateway_serving(definitions(tmp_path, weather.url), default_timeout_s=60) as served:
             assert call(served.url, "w_echo", {"text": "before"})["result"] == "before"
@@ -60,10 +64,13 @@ def test_calls_fail_naming_the_upstream_while_it_is_down_and_heal_after_a_restar
         weather.kill()
 
 
-async def test_upstream_list_changed_reaches_our_mcp_clients(tmp_path):
-    """The upstream adds a tool and says tools/list_changed: the gateway rebuilds, our own MCP client listening on
-    /mcp hears ToolsListChanged, and the new tool is listed and callable through the gateway."""
-    with upstream("mcpserver_http.py") as weather, gateway_serving(definitions(tmp_path, weather.url)) as served:
+@REVISIONS
+async def test_upstream_list_changed_reaches_our_mcp_clients(tmp_path, revision):
+    """The upstream adds a tool and says tools/list_changed (on a listen stream, or a 2025-11-25 session's GET
+    stream): the gateway rebuilds, our own MCP client listening on /mcp hears ToolsListChanged, and the new tool
+    is listed and callable through the gateway."""
+    with upstream("mcpserver_http.py", *revision) as weather, \
+            gateway_serving(definitions(tmp_path, weather.url)) as served:
         events: list[object] = []
         async with Client(f"{served.url}/mcp") as ours, ours.listen(tools_list_changed=True) as subscription:
 
@@ -83,6 +90,24 @@ async def test_upstream_list_changed_reaches_our_mcp_clients(tmp_path):
                 grown = await ours.call_tool("w_sunny", {})
                 assert grown.content[0].text == "I am sunny" and not grown.is_error
                 group.cancel_scope.cancel()
+
+
+def test_a_session_the_restarted_upstream_forgot_is_replaced_and_the_call_sent_again(tmp_path):
+    """A 2025-11-25 upstream restarted between two calls no longer knows the pooled session (HTTP 404): the first
+    call after the restart opens a new session and is sent again there, so it succeeds."""
+    weather = Upstream("mcpserver_http.py", ("--legacy",)).start()
+    try:
+        with gateway_serving(definitions(tmp_path, weather.url)) as served:
+            assert call(served.url, "w_echo", {"text": "before"})["result"] == "before"
+            connection = next(c for c in served.gateway.mcp_pool.connections() if c.state == "up")
+            first = connection.connected_at
+            weather.kill()
+            weather.start()
+            answer = call(served.url, "w_echo", {"text": "after"})
+            assert not answer["is_error"] and answer["result"] == "after", answer
+            assert connection.connected_at != first
+    finally:
+        weather.kill()
 
 
 def test_down_at_startup_serves_nothing_then_its_tools_appear(tmp_path):
