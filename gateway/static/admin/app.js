@@ -142,7 +142,7 @@ function signIn(message, kind = "error") {
   menu.hidden = true;
   document.getElementById("who").hidden = true;
   document.title = "Sign in · tool-gateway admin";
-  const input = h("input#admin-key", {type: "password", name: "key", autocomplete: "current-password",
+  const input = h("input#admin-key", {type: "password", name: "key", autocomplete: "off",
     required: true, spellcheck: "false", "aria-describedby": "key-help"});
   const status = h("div.sign-in-status");
   const form = h("form.sign-in", {
