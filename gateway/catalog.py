@@ -33,6 +33,8 @@ from .sources import PluginDefinitions, combine
 from .sources.expansion import SourceEnv
 from .sources.plugins import Plugin
 from .sources.select import expand_sources
+from .state import SharedState
+from .state.memory import MemoryState
 from .tool_definition import Scope, ToolDefinition
 from .yamlbudget import YamlLimits
 
@@ -116,6 +118,7 @@ class Catalog:
     events: EventBus = NULL_BUS  # where calls on this catalog are told (gateway.events)
     # Each `sources:` entry as /status shows it: id, kind, file, tools, health, stale, error, last_refresh.
     sources: tuple[Mapping[str, Any], ...] = ()
+    state: SharedState = field(default_factory=MemoryState)  # where its rate limits are counted (gateway.state)
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
     # Re-entrant: a memoised value may be built from other memoised values (a listing from per-tool entries).
     _memo_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -188,7 +191,7 @@ def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | 
     if problems:
         raise DefinitionsInvalid(sorted(problems, key=lambda p: (p.file, p.line, p.column)))
     return Catalog(tools, version.hexdigest()[:16], definitions.root, settings, tuple(env.warnings), filters,
-                   tuple(p.plugin for p in plugins), env.events, generated.status)
+                   tuple(p.plugin for p in plugins), env.events, generated.status, env.state)
 
 
 def _source_env(definitions: Definitions, settings: Settings, env: BuildEnv) -> SourceEnv:

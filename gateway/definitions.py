@@ -201,6 +201,7 @@ def _definition(raw: dict[str, Any], document: YamlDocument, index: int) -> Tool
         tags=_labels(raw.get("tags")),
         toolsets=_labels(raw.get("toolsets")),
         timeout_s=raw.get("timeout_s"),
+        rate_limit=raw["rate_limit"] if isinstance(raw.get("rate_limit"), dict) else None,
         annotations=raw.get("annotations") or {},
         return_direct=bool(raw.get("return_direct", False)),
         max_calls=raw.get("max_calls"),

@@ -1,6 +1,7 @@
 """``invoke``: the one execution path behind every surface (REST, MCP, the chat loop, the CLI).
 
     parse arguments → validate against the input schema → choose the side (server / browser)
+    → rate limits, if the tool or the caller's key has one (``gateway.rate_limits``)
     → the tool's filters, if it has any (``gateway.filters``: settings, toolset, tool; arguments validated again)
     → run the binding under the tool's timeout → normalise the result (JSON value + text, output schema, cap)
 
@@ -35,6 +36,7 @@ from .definitions import Scope
 from .errors import ArgumentsInvalid, ToolError, ToolTimeout
 from .events import CallActivity, current_call, new_call_id
 from .filter_call import Filter, FilterCall
+from .rate_limits import RateLimited, admit, applying, key_limits
 from .schemas import json_type
 from .surrogates import LONE, replace_lone, scrub
 from .truncation import truncate
@@ -55,6 +57,7 @@ class ToolResult:
     structured: bool = False  # the tool has an output schema and ``value`` passed it
     # Why an error is one (gateway.events.CALL_OUTCOMES); "" for a result a filter made: judged by is_error.
     outcome: str = ""
+    retry_after_s: float | None = None  # a call refused by a rate limit: when one would be taken
 
     def as_dict(self) -> dict[str, Any]:
         """The REST shape: ``{"tool", "is_error", "result", "text"}`` plus ``error`` on failure."""
@@ -160,10 +163,16 @@ async def _call(catalog: Catalog, tool: Tool, raw_arguments: Any, context: CallC
     try:
         arguments = call.arguments = parse_arguments(tool, raw_arguments)
         validate_arguments(tool, arguments)  # before the filters: they see valid arguments
+        limits = applying(tool.id, tool.definition.rate_limit, context.caller,
+                          catalog.memo("rate_limits:keys", lambda: key_limits(catalog.settings.api_keys)))
+        if limits:  # else no await: a call nobody limits never touches the shared state
+            await admit(catalog.state, tool.id, limits)
         if filters:
             return await _filtered(catalog, FilterCall(tool, arguments, context, side), filters,
                                    partial(_innermost, catalog))
         return await _run(catalog, tool, arguments, context, side)
+    except RateLimited as exc:
+        return dataclasses.replace(error_result(tool.id, str(exc), side, exc.outcome), retry_after_s=exc.retry_after_s)
     except ToolError as exc:
         return error_result(tool.id, str(exc), side, exc.outcome)
     except asyncio.CancelledError:

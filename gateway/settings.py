@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from . import rate_limits
 from .errors import GatewayError
 
 ENV_PREFIX = "TOOL_GATEWAY_"
@@ -48,6 +49,8 @@ class ApiKey:
     admin: bool = False
     may_assert_user: bool = False
     metrics: bool = False  # may scrape /metrics (admin keys may too); for a Prometheus server's credentials
+    # ``{calls, per_s}``: the key's calls across every tool and replica (gateway.rate_limits); None: unlimited.
+    rate_limit: Mapping[str, Any] | None = None
 
     def allows(self, tool_toolsets: tuple[str, ...]) -> bool:
         return not self.toolsets or bool(set(self.toolsets) & set(tool_toolsets))
@@ -269,7 +272,7 @@ def _api_key(entry: Any) -> ApiKey:
     if not isinstance(entry, dict) or "name" not in entry or "sha256" not in entry:
         raise SettingsInvalid("each api_keys entry needs 'name' and 'sha256' (the key's SHA-256 hex digest)")
     where = f"api key '{entry['name']}'"
-    unknown = set(entry) - {"name", "sha256", "toolsets", "admin", "may_assert_user", "metrics"}
+    unknown = set(entry) - {"name", "sha256", "toolsets", "admin", "may_assert_user", "metrics", "rate_limit"}
     if unknown:
         raise SettingsInvalid(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
     flags = {}
@@ -277,5 +280,9 @@ def _api_key(entry: Any) -> ApiKey:
         if not isinstance(entry.get(flag, False), bool):  # bool("false") would grant it
             raise SettingsInvalid(f"{where}: '{flag}' must be true or false, got {entry[flag]!r}")
         flags[flag] = entry.get(flag, False)
+    try:
+        limit = None if entry.get("rate_limit") is None else rate_limits.checked(entry["rate_limit"], where)
+    except ValueError as exc:
+        raise SettingsInvalid(str(exc)) from None
     return ApiKey(str(entry["name"]), str(entry["sha256"]).lower(),
-                  _strings(entry.get("toolsets") or [], f"{where}: 'toolsets'"), **flags)
+                  _strings(entry.get("toolsets") or [], f"{where}: 'toolsets'"), **flags, rate_limit=limit)

@@ -44,6 +44,8 @@ class ToolDefinition:
     tags: tuple[str, ...] = ()
     toolsets: tuple[str, ...] = ()
     timeout_s: float | None = None
+    # ``rate_limit: {calls, per_s}`` as written: enforced across replicas by invoke (gateway.rate_limits).
+    rate_limit: Mapping[str, float] | None = None
     annotations: Mapping[str, bool] = field(default_factory=dict)
     return_direct: bool = False
     max_calls: int | None = None

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem
 from ..events import NULL_BUS, EventBus
+from ..state import SharedState
+from ..state.memory import MemoryState
 
 if TYPE_CHECKING:
     import httpx
@@ -44,6 +46,9 @@ class BuildEnv:
     bridge: Any = None
     # The running gateway's event stream: calls made through the catalog and upstream requests are told to it.
     events: EventBus = NULL_BUS
+    # What replicas share (gateway.state): the running gateway's; a catalog built without one counts its rate
+    # limits in memory of its own.
+    state: SharedState = field(default_factory=MemoryState)
     warnings: list[Problem] = field(default_factory=list)
     # Values a binding kind computes once per build rather than once per tool.
     memo: dict[Any, Any] = field(default_factory=dict)

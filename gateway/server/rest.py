@@ -18,10 +18,11 @@ from ..context import CallContext
 from ..errors import BadRequest
 from ..formats import FORMATS, render_tools
 from ..invoke import invoke
+from ..rate_limits import retry_after_seconds
 from ..runtime import Gateway
 from .auth import Caller, authenticate
 from .bodies import parse_json, read_body
-from .errors import dumps, json_response
+from .errors import dumps, error_response, json_response
 
 
 def routes(gateway: Gateway) -> list[Route]:
@@ -104,7 +105,8 @@ class RestApi:
         return Response(dumps(tool.describe()), headers=headers, media_type="application/json")
 
     async def call_tool(self, request: Request) -> Response:
-        """Run one call: 200 with the result (``is_error`` for argument and tool failures), else 4xx."""
+        """Run one call: 200 with the result (``is_error`` for argument and tool failures), 429 with
+        ``Retry-After`` and the result when a rate limit refused it, else 4xx."""
         caller = self.caller(request)
         catalog = self.gateway.catalog
         tool = caller.tool(catalog, request.path_params["tool_id"])
@@ -120,6 +122,9 @@ class RestApi:
             traceparent=headers.get("traceparent"),
         )
         result = await invoke(catalog, tool.id, arguments, context)
+        if result.retry_after_s is not None:
+            return error_response(429, result.text, {"Retry-After": str(retry_after_seconds(result.retry_after_s))},
+                                  result=result.as_dict())
         return Response(dumps(result.as_dict()), media_type="application/json")
 
 
