@@ -159,3 +159,22 @@ def test_a_kind_that_never_answers_does_not_hold_the_build(write_definitions, mo
         behaviour["block"].set()
     assert not catalog.tools and catalog.sources[0]["health"] == "down"
     assert any("not read within" in w.message for w in catalog.warnings)
+
+
+def test_two_sources_generating_one_id_is_a_problem_naming_both(write_definitions):
+    """The second source whose tool takes an id the first already generated gets the problem, and a fix."""
+    source = """
+        sources:
+          - id: first
+            openapi: {spec: a.json}
+            include: [getPet]
+          - id: second
+            openapi: {spec: b.json}
+            include: [getPet]
+    """
+    with pytest.raises(DefinitionsInvalid) as caught:
+        _catalog(write_definitions, source)
+    [problem] = caught.value.problems
+    assert problem.line == 5 and problem.message.startswith("source 'second': tool id 'getPet' is already declared "
+                                                            "by source 'first' (api.yaml:2:")
+    assert "add `tools: {getPet: {id: ...}}` to the source" in problem.message
