@@ -58,6 +58,7 @@ from ..runtime import Gateway
 from .auth import SCOPE_KEY, Caller, authenticate, unknown_tool
 from .bodies import parse_json, read_body
 from .errors import dumps, gateway_error, refused
+from .mcp_sessions import SharedSessions
 from .release import release
 
 log = logging.getLogger("gateway.mcp")
@@ -117,11 +118,13 @@ class McpSurface:
             # Host and Origin are checked app-wide (origins.OriginGuard); given explicitly, the SDK's settings
             # are not rebuilt (a pydantic model) on every request.
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+        # 2025-11-25 sessions any replica serves, from records in the shared state (gateway.server.mcp_sessions).
+        self.sessions = SharedSessions(gateway.state, self.manager, self.connections)
         gateway.on_change(self.catalog_changed)
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
-        async with self.manager.run():
+        async with self.manager.run(), self.sessions.running():
             try:
                 yield
             finally:
@@ -131,6 +134,7 @@ class McpSurface:
         """Authenticate, leave the caller in the scope for the handlers, screen a POSTed message, and hand over
         to the SDK."""
         client = scope.get("client")
+        body = None
         try:
             scope[SCOPE_KEY] = authenticate(self.gateway.settings, Headers(scope=scope), client[0] if client else None)
         except Unauthorized as exc:
@@ -145,7 +149,7 @@ class McpSurface:
                 await _jsonrpc_error(exc, scope, receive, send)
                 return
             receive = _replay(body, receive)
-        await self.manager.handle_request(scope, receive, send)
+        await self.sessions.handle(scope, receive, send, body, scope[SCOPE_KEY].name)
 
     # -- handlers -------------------------------------------------------------------------------------------
 

@@ -26,6 +26,10 @@ class SharedState(Protocol):
     async def put(self, key: str, value: bytes, ttl_s: float) -> None:
         """Store ``value`` under ``key`` for ``ttl_s`` seconds (a put again renews it)."""
 
+    async def touch(self, key: str, ttl_s: float) -> bool:
+        """Give the record under ``key`` ``ttl_s`` more seconds to live, unchanged; False when there is none (a
+        touch never brings back a deleted record)."""
+
     async def delete(self, key: str) -> None: ...
 
     async def scan(self, prefix: str) -> Mapping[str, bytes]:

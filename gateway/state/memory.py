@@ -41,6 +41,13 @@ class MemoryState:
         if self._writes % SWEEP_EVERY == 0:
             self._sweep()
 
+    async def touch(self, key: str, ttl_s: float) -> bool:
+        value = await self.get(key)
+        if value is None:
+            return False
+        self._records[key] = (value, time.monotonic() + ttl_s)
+        return True
+
     async def delete(self, key: str) -> None:
         self._records.pop(key, None)
 

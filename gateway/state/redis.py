@@ -55,6 +55,9 @@ class RedisState:
     async def put(self, key: str, value: bytes, ttl_s: float) -> None:
         await self._do(self.client.set(self.prefix + key, value, px=max(1, int(ttl_s * 1000))))
 
+    async def touch(self, key: str, ttl_s: float) -> bool:
+        return bool(await self._do(self.client.pexpire(self.prefix + key, max(1, int(ttl_s * 1000)))))
+
     async def delete(self, key: str) -> None:
         await self._do(self.client.delete(self.prefix + key))
 

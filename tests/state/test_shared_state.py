@@ -35,6 +35,19 @@ async def test_records_live_until_their_ttl(state: SharedState) -> None:
     assert await state.get("b") is None
 
 
+async def test_touch_renews_a_record_and_never_revives_one(state: SharedState) -> None:
+    """A touched record outlives its first TTL unchanged; touching a deleted or unknown record is False and
+    stores nothing."""
+    await state.put("s", b"record", 0.2)
+    assert await state.touch("s", 30) is True
+    await asyncio.sleep(0.3)
+    assert await state.get("s") == b"record"
+    await state.delete("s")
+    assert await state.touch("s", 30) is False
+    assert await state.touch("never", 30) is False
+    assert await state.get("s") is None and await state.get("never") is None
+
+
 async def test_scan_takes_the_prefix_literally(state: SharedState) -> None:
     """A prefix holding glob characters matches only itself."""
     await state.put("rep*:1", b"x", 30)

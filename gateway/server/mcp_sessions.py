@@ -1,0 +1,272 @@
+"""MCP 2025-11-25 sessions that any replica serves: a record per session in the shared state (``gateway.state``).
+
+The SDK's session manager keeps each session in the memory of the replica that answered its ``initialize`` (its
+*holder*). Behind a load balancer with nothing sticky, the client's next request may reach another replica, where
+the SDK would answer 404. So:
+
+- ``initialize`` answered here: before the client sees the session id, its record is stored under
+  ``mcp-session:<id>`` — the negotiated protocol version, the client's info and capabilities, and the API key that
+  opened it — for ``SESSION_TTL_S``, renewed (at most every ``RENEW_EVERY_S``) while the session is used anywhere.
+- A request naming a session this replica does not hold, whose record exists (and was opened by the same key), is
+  served here on a transport of its own, born initialised from the record, in the manner of the SDK's stateless
+  mode: one transport per request, no back-channel (the gateway's tools send nothing to the client during a call).
+  A GET stream opened here is kept here: it hears ``notifications/tools/list_changed`` when this replica's catalog
+  changes (every replica reloads from the same definitions).
+- DELETE anywhere deletes the record and tells every replica (publish on ``mcp-session-closed``), so the holder
+  closes its session and any replica holding a GET stream for it ends that stream.
+- No record: the SDK answers as it always does (404, "Session not found"). The shared state unreachable: HTTP 503
+  with a JSON-RPC error naming it — only for requests that needed a record; sessions held here keep working.
+
+With the in-memory state (one process) the same code runs: every session is held here, so records are written
+but never needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+from anyio.abc import TaskStatus
+from mcp.server.connection import Connection
+from mcp.server.runner import serve_connection
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, SESSION_ID_PATTERN, StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+from mcp.shared.transport_context import TransportContext
+from mcp_types import INTERNAL_ERROR
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+from starlette.datastructures import Headers
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
+
+from ..state import SharedState, StateUnavailable
+from .errors import dumps
+
+log = logging.getLogger("gateway.mcp")
+RECORD = "mcp-session:"
+CLOSED = "mcp-session-closed"  # channel: the id of a session a client deleted
+SESSION_TTL_S = 1800.0  # as the SDK's idle timeout: a session unused this long is gone everywhere
+RENEW_EVERY_S = 60.0
+RETRY_LISTEN_S = 1.0  # between attempts to listen for closed sessions while the shared state is unreachable
+
+
+class SharedSessions:
+    """The session records of one MCP surface, and the requests served from them."""
+
+    def __init__(self, state: SharedState, manager: StreamableHTTPSessionManager, connections: set[Any]):
+        self.state = state
+        self.manager = manager
+        self.connections = connections  # McpSurface's: connections to tell when the tools change
+        self.renewed: dict[str, float] = {}  # session id -> when its record was last renewed from here
+        self.streams: dict[str, set[StreamableHTTPServerTransport]] = {}  # GET streams served here from records
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, body: bytes | None, owner: str | None) -> None:
+        """Serve one ``/mcp`` request (``body``: a POST's, already read and screened)."""
+        headers = Headers(scope=scope)
+        session_id = headers.get(MCP_SESSION_ID_HEADER)
+        version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:  # 2026-07-28: stateless
+            await self.manager.handle_request(scope, receive, send)
+            return
+        if session_id is None:
+            opening = _initialize_params(body) if body is not None else None
+            if opening is not None:
+                send = self._recording(send, opening, owner)
+            await self.manager.handle_request(scope, receive, send)
+            return
+        if session_id in self.manager._server_instances or not SESSION_ID_PATTERN.fullmatch(session_id):
+            # Held here (or no id a session could have): the SDK serves it as usual.
+            await self.manager.handle_request(scope, receive, send)
+            self._used(session_id, scope["method"])
+            return
+        try:
+            record = await self._record(session_id, owner)
+        except StateUnavailable as exc:
+            await _unavailable(exc, scope, receive, send)
+            return
+        if record is None:
+            await self.manager.handle_request(scope, receive, send)  # the SDK's 404
+            return
+        await self._serve_from_record(session_id, record, scope, receive, send)
+        self._used(session_id, scope["method"])
+
+    # -- records -------------------------------------------------------------------------------------------
+
+    def _recording(self, send: Send, opening: dict[str, Any], owner: str | None) -> Send:
+        """``send``, storing the session's record before the response that names a new session starts."""
+
+        async def send_after_recording(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                session_id = Headers(raw=message.get("headers", [])).get(MCP_SESSION_ID_HEADER)
+                if session_id is not None:
+                    await self._store(session_id, opening, owner)
+            await send(message)
+
+        return send_after_recording
+
+    async def _store(self, session_id: str, opening: dict[str, Any], owner: str | None) -> None:
+        requested = opening.get("protocolVersion")
+        record = {"version": requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION,
+                  "client_info": opening.get("clientInfo"), "capabilities": opening.get("capabilities"),
+                  "owner": owner}
+        try:
+            await self.state.put(RECORD + session_id, json.dumps(record).encode(), SESSION_TTL_S)
+        except StateUnavailable as exc:
+            # The session works on this replica; elsewhere its requests fail (503, then 404 once the store is back
+            # without the record) until the client opens a new one.
+            log.warning("MCP session %s is served by this replica only: %s", session_id[:16], exc)
+            return
+        self.renewed[session_id] = time.monotonic()
+
+    async def _record(self, session_id: str, owner: str | None) -> dict[str, Any] | None:
+        """The session's record, when there is one and the same key opened it (else, as the SDK does for another
+        credential, the session does not exist)."""
+        raw = await self.state.get(RECORD + session_id)
+        if raw is None:
+            return None
+        record = json.loads(raw)
+        if record.get("owner") != owner:
+            log.warning("MCP session %s refused: opened with another API key", session_id[:16])
+            return None
+        return record
+
+    def _used(self, session_id: str, method: str) -> None:
+        """Renew the record of a session in use (in the background: a held session never waits on the store), or
+        end it everywhere after a DELETE."""
+        if method == "DELETE":
+            self.renewed.pop(session_id, None)
+            self._background(self._closed(session_id))
+            return
+        now = time.monotonic()
+        if now - self.renewed.get(session_id, 0.0) < RENEW_EVERY_S:
+            return
+        self.renewed[session_id] = now
+        if len(self.renewed) > 10_000:  # sessions never deleted: forget renewals older than a record lives
+            self.renewed = {k: t for k, t in self.renewed.items() if now - t < SESSION_TTL_S}
+        self._background(self.state.touch(RECORD + session_id, SESSION_TTL_S))
+
+    async def _closed(self, session_id: str) -> None:
+        await self.state.delete(RECORD + session_id)
+        await self.state.publish(CLOSED, session_id.encode())
+
+    def _background(self, step: Any) -> None:
+        async def quietly() -> None:
+            try:
+                await step
+            except StateUnavailable as exc:  # the record expires by itself; nothing waits on this
+                log.debug("session record not updated: %s", exc)
+
+        task = asyncio.create_task(quietly())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    # -- serving from a record -----------------------------------------------------------------------------
+
+    async def _serve_from_record(self, session_id: str, record: dict[str, Any], scope: Scope, receive: Receive,
+                                 send: Send) -> None:
+        """One request of a session held elsewhere, on a transport of its own that ends with the request."""
+        listening = scope["method"] == "GET"  # the session's stream: kept here while the client keeps it open
+        transport = StreamableHTTPServerTransport(
+            mcp_session_id=session_id, is_json_response_enabled=self.manager.json_response, event_store=None,
+            security_settings=self.manager.security_settings)
+
+        async def run_server(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+            async with transport.connect() as (read_stream, write_stream):
+                # As the SDK's stateless mode: a reply to a server request would have nowhere to land.
+                dispatcher: JSONRPCDispatcher[TransportContext] = JSONRPCDispatcher(
+                    read_stream, write_stream, inline_methods=frozenset({"initialize"}),
+                    transport_builder=lambda _md: TransportContext(kind="streamable-http", can_send_request=False))
+                connection = Connection.from_envelope(record["version"], record.get("client_info"),
+                                                      record.get("capabilities"),
+                                                      **({"outbound": dispatcher} if listening else {}))
+                task_status.started()
+                if listening:
+                    self.connections.add(connection)
+                try:
+                    # The manager's lifespan state, entered once for the app (the SDK keeps it private).
+                    await serve_connection(self.manager.app, dispatcher, connection=connection,
+                                           lifespan_state=self.manager._lifespan_state)
+                finally:
+                    self.connections.discard(connection)
+
+        with self._stream(session_id, transport if listening else None):
+            async with anyio.create_task_group() as group:
+                await group.start(run_server)
+                try:
+                    await transport.handle_request(scope, receive, send)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await transport.terminate()
+
+    @contextlib.contextmanager
+    def _stream(self, session_id: str, transport: StreamableHTTPServerTransport | None) -> Any:
+        """Know a GET stream served here by its session, so a DELETE elsewhere ends it."""
+        if transport is None:
+            yield
+            return
+        self.streams.setdefault(session_id, set()).add(transport)
+        try:
+            yield
+        finally:
+            held = self.streams.get(session_id, set())
+            held.discard(transport)
+            if not held:
+                self.streams.pop(session_id, None)
+
+    # -- sessions closed elsewhere -------------------------------------------------------------------------
+
+    async def listen(self) -> None:
+        """For the surface's lifetime: end what this replica holds of a session a client deleted elsewhere."""
+        while True:
+            try:
+                async with self.state.subscribe(CLOSED) as closed:
+                    async for message in closed:
+                        await self._close_here(message.decode(errors="replace"))
+            except StateUnavailable as exc:
+                log.debug("not hearing of closed MCP sessions: %s", exc)
+                await asyncio.sleep(RETRY_LISTEN_S)
+
+    async def _close_here(self, session_id: str) -> None:
+        held = self.manager._server_instances.get(session_id)  # the SDK's table (no public lookup in mcp 2.3)
+        for transport in [*([held] if held is not None else []), *self.streams.get(session_id, ())]:
+            if not transport.is_terminated:
+                await transport.terminate()  # the SDK's own session task then forgets it
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        task = asyncio.create_task(self.listen(), name="mcp-session-closed")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            for pending in list(self.tasks):
+                pending.cancel()
+
+
+def _initialize_params(body: bytes) -> dict[str, Any] | None:
+    """The params of an ``initialize`` request, when ``body`` is one (screened already: valid JSON)."""
+    if b'"initialize"' not in body:  # most bodies: no parse
+        return None
+    message = json.loads(body)
+    if not isinstance(message, dict) or message.get("method") != "initialize":
+        return None
+    params = message.get("params")
+    return params if isinstance(params, dict) else {}
+
+
+async def _unavailable(exc: StateUnavailable, scope: Scope, receive: Receive, send: Send) -> None:
+    body = {"jsonrpc": "2.0", "id": None, "error": {
+        "code": INTERNAL_ERROR,
+        "message": f"This MCP session is held by another replica and its record cannot be read: {exc}. "
+                   "Retry shortly, or open a new session."}}
+    await Response(dumps(body), exc.status, media_type="application/json")(scope, receive, send)

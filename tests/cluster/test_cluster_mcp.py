@@ -1,0 +1,125 @@
+"""MCP 2025-11-25 sessions through nginx in front of 3 replicas: one session, any replica, nothing sticky."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+from conftest import Cluster
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import ToolListChangedNotification
+
+PAUSE_EDITED = """\
+tools:
+  - id: pause
+    name: Pause
+    user_description: Waits, then says how long.
+    ai_description: Waits the given number of seconds.
+    binding:
+      python: cluster_tools:pause
+    annotations: {read_only: true, idempotent: true, open_world: false}
+  - id: added_after_start
+    name: Added after start
+    user_description: Added by an edit.
+    ai_description: Added by an edit of the definitions.
+    binding:
+      python: cluster_tools:pause
+"""
+
+
+class Seen:
+    """What the client's HTTP traffic met: the replica of each response, by method, and the session ids sent."""
+
+    def __init__(self) -> None:
+        self.replicas: list[tuple[str, str]] = []
+        self.failures: list[int] = []
+        self.sessions: set[str] = set()
+
+    async def response(self, response: httpx2.Response) -> None:
+        request = response.request
+        self.replicas.append((request.method, response.headers.get("x-gateway-replica", "?")))
+        if response.status_code >= 400:
+            self.failures.append(response.status_code)
+        if "mcp-session-id" in request.headers:
+            self.sessions.add(request.headers["mcp-session-id"])
+
+
+def http_client(cluster: Cluster, seen: Seen) -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(headers=cluster.headers(), timeout=30, event_hooks={"response": [seen.response]})
+
+
+async def until(predicate: Any, what: str, timeout_s: float = 30) -> None:
+    with anyio.fail_after(timeout_s):
+        while not predicate():
+            await anyio.sleep(0.1)
+
+
+async def test_one_session_is_served_by_every_replica_and_hears_list_changed(cluster: Cluster) -> None:
+    """The official client keeps one 2025-11-25 session while nginx spreads its 30 calls over all three replicas,
+    with no failure; after an edit of the definitions it hears tools/list_changed on its GET stream (whichever
+    replica holds it) and lists the new tool."""
+    seen = Seen()
+    heard: list[Any] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ToolListChangedNotification):
+            heard.append(message)
+
+    async with http_client(cluster, seen) as http, \
+            streamable_http_client(f"{cluster.url}/mcp", http_client=http) as (read, write), \
+            ClientSession(read, write, message_handler=on_message) as session:
+        await session.initialize()
+        results = [await session.call_tool("sum", {"a": n, "b": 1}) for n in range(30)]
+        assert [r.structured_content for r in results] == [{"result": n + 1} for n in range(30)]
+        assert not any(r.is_error for r in results)
+        posts = Counter(replica for method, replica in seen.replicas if method == "POST")
+        assert set(posts) == set(cluster.ids.values())  # every replica answered calls of the one session
+        assert len(seen.sessions) == 1 and not seen.failures
+
+        # The GET stream opens in the background after the handshake; wait until a replica answered it.
+        await until(lambda: any(method == "GET" for method, _ in seen.replicas), "the GET stream")
+        cluster.edit_definitions("cluster.yaml", PAUSE_EDITED)
+        await until(lambda: heard, "tools/list_changed after the edit")
+        await until(lambda: cluster.same_version(), "every replica on the edited catalog")
+        listed = {tool.name for tool in (await session.list_tools()).tools}
+        assert "added_after_start" in listed
+    assert len(seen.sessions) == 1 and not seen.failures
+
+
+async def test_a_session_deleted_through_another_replica_is_gone_everywhere(cluster: Cluster) -> None:
+    """DELETE of a session on a replica that does not hold it ends it: the next request naming it is a 404 on
+    every replica (the SDK's answer for an unknown session)."""
+    seen = Seen()
+    async with http_client(cluster, seen) as http:
+        async with streamable_http_client(f"{cluster.url}/mcp", http_client=http, terminate_on_close=False) as (
+                read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await session.call_tool("sum", {"a": 1, "b": 2})
+        (session_id,) = seen.sessions
+    holder = seen.replicas[0][1]
+    ports = {replica: port for port, replica in cluster.ids.items()}
+    other = next(port for replica, port in ports.items() if replica != holder)
+    headers = {**cluster.headers(), "mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25",
+               "accept": "application/json, text/event-stream", "content-type": "application/json"}
+    deleted = httpx.delete(f"http://127.0.0.1:{other}/mcp", headers=headers, timeout=10)
+    assert deleted.status_code == 200, deleted.text
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "sum", "arguments": {"a": 1, "b": 1}}}
+
+    def answers() -> list[int]:
+        return [httpx.post(f"http://127.0.0.1:{port}/mcp", headers=headers, json=call, timeout=10).status_code
+                for port in ports.values()]
+
+    await until(lambda: answers() == [404, 404, 404], "the session gone on every replica", 10)
+
+
+async def test_an_unknown_session_is_the_sdks_404(cluster: Cluster) -> None:
+    """A session id no replica ever issued is answered 404 "Session not found", as by one process."""
+    headers = {**cluster.headers(), "mcp-session-id": "0" * 32, "mcp-protocol-version": "2025-11-25",
+               "accept": "application/json, text/event-stream", "content-type": "application/json"}
+    response = httpx.post(f"{cluster.url}/mcp", headers=headers, timeout=10,
+                          json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert response.status_code == 404 and "Session not found" in response.text
