@@ -83,6 +83,13 @@ class Bridge:
     def __len__(self) -> int:
         return len(self._sessions)
 
+    def __contains__(self, session_id: object) -> bool:
+        return session_id in self._sessions
+
+    def session_ids(self) -> list[str]:
+        """The ids of the open sessions (for their records in the shared state: ``gateway.bridge_cluster``)."""
+        return list(self._sessions)
+
     def connect(self, client: str | None = None) -> Session:
         """A new session for a page that just connected from address ``client``; its first frame (``session``)
         is already queued. ``TooManySessions`` past the gateway's or that address's limit."""

@@ -30,6 +30,7 @@ from starlette.types import ASGIApp
 from starlette.websockets import WebSocket
 
 from ..bridge import Bridge, Session, TooManySessions
+from ..bridge_cluster import ClusterBridge
 from ..runtime import Gateway
 from ..settings import Settings
 from .errors import error_response
@@ -45,9 +46,11 @@ CORS_EXPOSED = ("ETag", "Mcp-Session-Id", "Mcp-Protocol-Version")
 
 
 def routes(gateway: Gateway) -> list[BaseRoute]:
-    """The ``/client`` routes; attaches a ``Bridge`` to the gateway unless it has one."""
+    """The ``/client`` routes; attaches a ``ClusterBridge`` (this process's ``Bridge``, reachable from every
+    replica) to the gateway unless it has one."""
     if gateway.bridge is None:
-        gateway.bridge = Bridge(max_per_client=gateway.settings.bridge_sessions_per_client, events=gateway.events)
+        gateway.bridge = ClusterBridge(gateway, Bridge(max_per_client=gateway.settings.bridge_sessions_per_client,
+                                                       events=gateway.events))
     client = ClientApi(gateway, gateway.bridge)
     return [
         Route("/client/gateway-tools.js", client.runtime, methods=["GET"]),
@@ -75,9 +78,10 @@ class ClientCors(CORSMiddleware):
 
 
 class ClientApi:
-    def __init__(self, gateway: Gateway, bridge: Bridge):
+    def __init__(self, gateway: Gateway, bridge: ClusterBridge):
         self.gateway = gateway
-        self.bridge = bridge
+        self.cluster = bridge  # registers the sessions of this replica's bridge for the others
+        self.bridge = bridge.local
         self.runtime_body = _static("gateway-tools.js")
         self.runtime_etag = '"' + hashlib.sha256(self.runtime_body).hexdigest()[:16] + '"'
         self.demo_body = _static("demo.html")
@@ -120,6 +124,7 @@ class ClientApi:
             await websocket.accept()
             await websocket.close(code=1013, reason=exc.reason)
             return
+        await self.cluster.opened(session)  # before the page learns its id (its first frame, sent after accept)
         await websocket.accept()
         writer = asyncio.create_task(_write(websocket, session))
         try:
@@ -133,6 +138,7 @@ class ClientApi:
             self.bridge.disconnect(session)
             writer.cancel()
             await asyncio.gather(writer, return_exceptions=True)
+            await self.cluster.closed(session)
 
 
 async def _write(websocket: WebSocket, session: Session) -> None:
