@@ -10,7 +10,8 @@ files. Every line is one JSON object with ``time`` (ISO-8601, UTC, milliseconds)
   version (the catalog version it ran on), arguments_sha256 (SHA-256 of the arguments as canonical JSON: keys
   sorted, no spaces, UTF-8, before redaction), argument_bytes (that JSON's size), arguments (redacted; absent
   when the tool says ``audit: {arguments: false}``), outcome (``gateway.events.CALL_OUTCOMES``), duration_ms,
-  result_chars, truncated, error (the error text, for outcomes other than ok).
+  result_chars, truncated, error (the error text, for outcomes other than ok; not for an argument error of a tool
+  that keeps its arguments out, since that text quotes them).
 ``reload``: ok, changed, version (served after it), tools, duration_ms, timed_out, added, removed, modified
   (tool ids), problems (how many).
 ``admin``: action, caller, detail.
@@ -203,7 +204,8 @@ def call_line(call: CallActivity) -> dict[str, Any]:
         entry["arguments"] = call.arguments
     entry |= {"outcome": call.outcome, "duration_ms": round(call.duration_s * 1000, 1),
               "result_chars": call.result_chars, "truncated": call.truncated}
-    if call.outcome != "ok" and call.error is not None:
+    # An argument error quotes the arguments: not for a tool that keeps them out.
+    if call.outcome != "ok" and call.error is not None and (call.audit_arguments or call.outcome != "invalid_arguments"):
         entry["error"] = call.error
     if call.trace_id:
         entry["trace_id"] = call.trace_id

@@ -112,7 +112,10 @@ class Slos(Observer):
         try:
             with self._lock:
                 figures = ring.figures(now - self.window_s, self._slo(tool_id))
-            if figures["holds"] is None or figures["holds"] != ring.breached:
+            if figures["holds"] is None:  # the tool has no slo (any more): nothing to break, nothing to tell
+                ring.breached = False
+                return
+            if figures["holds"] != ring.breached:
                 return
             ring.breached = not figures["holds"]
             state = "breached" if ring.breached else "recovered"

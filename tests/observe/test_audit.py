@@ -229,3 +229,13 @@ def test_an_unwritable_audit_file_is_a_settings_error(tmp_path):
     """A path that cannot be opened stops the start with a message naming the setting and the path."""
     with pytest.raises(SettingsInvalid, match="setting 'audit_log': cannot open .*missing"):
         audit.Sink(str(tmp_path / "missing" / "audit.jsonl"), 100, 1)
+
+
+def test_a_private_tools_argument_error_keeps_its_text_out():
+    """A tool that keeps its arguments out of the trail has no error text on an argument error (it quotes the
+    arguments); its tool errors keep theirs."""
+    call = _call(1)
+    call.audit_arguments, call.outcome, call.error = False, "invalid_arguments", 'at $.pin: got "1234"'
+    assert "error" not in audit.line(call) and "arguments" not in audit.line(call)
+    call.outcome, call.error = "error", "the vault is closed"
+    assert audit.line(call)["error"] == "the vault is closed"

@@ -153,3 +153,22 @@ def test_status_shows_slo_figures_to_admins_only(definitions, auth, key, shown):
         assert status["tools_slo"]["slow"]["holds"] is None
     else:
         assert "tools_slo" not in status
+
+
+async def test_a_breach_ends_when_the_slo_is_removed(gateway, definitions, caplog):
+    """A breached tool whose slo a reload removes is no longer breached: when an slo comes back and is broken, that
+    is a new breach, logged again."""
+    slos = slo.make(gateway)
+    slos.judge_every_s = 0
+    gateway.events.subscribe(slos)
+    tools = definitions / "tools.yaml"
+    with caplog.at_level(logging.INFO, logger="gateway.slo"):
+        await invoke(gateway.catalog, "slow", {})
+        tools.write_text(TOOLS.replace("    slo: {p95_ms: %s}\n", ""), encoding="utf-8")
+        await gateway.reload()
+        await invoke(gateway.catalog, "slow", {})
+        assert slos.figures()["slow"]["holds"] is None
+        tools.write_text(TOOLS % 1, encoding="utf-8")
+        await gateway.reload()
+        await invoke(gateway.catalog, "slow", {})
+    assert [r.levelno for r in caplog.records if r.name == "gateway.slo"] == [logging.WARNING] * 2
