@@ -25,62 +25,37 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import json
 import logging
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import anyio
-import httpx2
 import mcp_types
-from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
+from mcp import Client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
 
-from . import secrets as secret_store
+from .mcp_client import (
+    CALL_READ_TIMEOUT_S,
+    UpstreamUnavailable,
+    all_tools,
+    connected,
+    fingerprint,
+    forgotten,
+    list_once,
+    reason,
+)
 from .mcp_config import UpstreamConfig
 from .upstream import backoff
 
 log = logging.getLogger("gateway.mcp_pool")
 
 RETRY_ON_CALL_S = 0.5  # a call to a down upstream tries to connect if no attempt was made for this long
-SSE_READ_TIMEOUT_S = 300.0  # a listen or GET stream stays open this long without a byte (the SDK's default)
-CALL_READ_TIMEOUT_S = 3600.0  # the tool's own timeout (invoke) bounds a call; this only lifts the client's
-CLOSE_GRACE_S = 5.0
-PING_INTERVAL_S = 10.0  # how often a 2025-11-25 session (no change stream to lose) is checked  # an unused session is closed this long after its last holder let go
-
-
-class UpstreamUnavailable(Exception):
-    """The upstream cannot be reached now; the message names it and says why (never a secret)."""
-
-
-def _fingerprint(tools: list[mcp_types.Tool]) -> str:
-    dumped = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
-    return hashlib.sha256(json.dumps(dumped, sort_keys=True).encode()).hexdigest()
-
-
-def reason(exc: BaseException) -> str:
-    """What went wrong, in words, from the first leaf of an exception group (the SDK's task groups wrap)."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    if isinstance(exc, httpx2.ConnectError):
-        return "could not connect (is it running?)"
-    if isinstance(exc, httpx2.TimeoutException | TimeoutError):
-        return "it did not answer in time"
-    if isinstance(exc, httpx2.HTTPError):
-        return f"HTTP error: {type(exc).__name__}: {exc}"
-    if isinstance(exc, MCPError):
-        return f"it answered with error {exc.error.code}: {exc.error.message}"
-    if isinstance(exc, secret_store.SecretsMissing):
-        return str(exc)
-    if isinstance(exc, OSError):
-        return f"could not start it: {exc.strerror or exc}"
-    return f"{type(exc).__name__}: {exc}"
+CLOSE_GRACE_S = 5.0  # an unused session is closed this long after its last holder let go
+PING_INTERVAL_S = 10.0  # how often a 2025-11-25 session (no change stream to lose) is checked
 
 
 class Connection:
@@ -113,7 +88,7 @@ class Connection:
         except MCPError as exc:
             if not self._lost(client, exc):
                 raise
-            if not _forgotten(exc):  # the call may have run: never send it twice
+            if not forgotten(exc):  # the call may have run: never send it twice
                 raise UpstreamUnavailable(f"{self.config.label} closed the connection during the call") from None
         client = await self._session()  # the upstream restarted and forgot the session, before running the call
         return await client.call_tool(name, arguments, read_timeout_seconds=CALL_READ_TIMEOUT_S)
@@ -121,7 +96,7 @@ class Connection:
     async def list_tools(self) -> list[mcp_types.Tool]:
         client = await self._session()
         try:
-            return await _all_tools(client)
+            return await all_tools(client)
         except MCPError as exc:
             if self._lost(client, exc):
                 raise UpstreamUnavailable(f"{self.config.label}: {reason(exc)}") from None
@@ -129,7 +104,7 @@ class Connection:
 
     def _lost(self, client: Client, exc: MCPError) -> bool:
         """Whether ``exc`` means the session is gone (then a new one is asked for)."""
-        gone = exc.error.code == mcp_types.CONNECTION_CLOSED or _forgotten(exc)
+        gone = exc.error.code == mcp_types.CONNECTION_CLOSED or forgotten(exc)
         if gone and self._client is client and self._redo is not None:
             self._client = None
             self._attempt = asyncio.get_running_loop().create_future()  # what calls wait for: the next session
@@ -185,7 +160,7 @@ class Connection:
                 self._attempt = loop.create_future()
             attempt, self.state = self._attempt, "connecting"
             try:
-                async with _connected(self.config, self._notified) as client:
+                async with connected(self.config, self._notified) as client:
                     await self._serve(client, attempt)
                 self.error = self.error or "the connection ended"
             except asyncio.CancelledError:
@@ -213,12 +188,12 @@ class Connection:
 
     async def _serve(self, client: Client, attempt: asyncio.Future[Client]) -> None:
         assert self._redo is not None
-        tools = await _all_tools(client)
+        tools = await all_tools(client)
         self._client, self.state, self.error, self.connected_at = client, "up", None, time.time()
         if not attempt.done():
             attempt.set_result(client)
         log.info("%s connected (%s, %d tools)", self.config.label, client.protocol_version, len(tools))
-        if self.listed is not None and _fingerprint(tools) != self.listed:
+        if self.listed is not None and fingerprint(tools) != self.listed:
             self.pool.changed(self)  # it came back, or came back different, since the last build read it
         async with anyio.create_task_group() as group:
             group.start_soon(self._listen, client, group.cancel_scope)
@@ -276,47 +251,6 @@ class Connection:
             self._owners.add(owner)
             self._holders += 1
         weakref.finalize(owner, self.pool._released, self)
-
-
-def _forgotten(exc: MCPError) -> bool:
-    """Whether the upstream refused a request for not knowing its session (it restarted, or expired it): HTTP
-    404, which the SDK reports as "Session terminated" or as the server's own error ("Session not found")."""
-    message = exc.error.message.lower()
-    return exc.error.code == mcp_types.INVALID_REQUEST and "session" in message and any(
-        word in message for word in ("terminated", "not found", "expired", "invalid"))
-
-
-async def _all_tools(client: Client) -> list[mcp_types.Tool]:
-    tools: list[mcp_types.Tool] = []
-    cursor: str | None = None
-    for _ in range(100):  # a paginator that never ends cannot hold a build
-        page = await client.list_tools(cursor=cursor)
-        tools += page.tools
-        cursor = page.next_cursor
-        if cursor is None:
-            break
-    return tools
-
-
-@contextlib.asynccontextmanager
-async def _connected(config: UpstreamConfig, on_message: Callable[[Any], Any] | None = None
-                     ) -> AsyncIterator[Client]:
-    """An entered ``mcp.Client`` for ``config``: enter and leave it in one task."""
-    headers, env = config.rendered()
-    common: dict[str, Any] = {"mode": "auto", "cache": None, "read_timeout_seconds": config.connect_timeout_s,
-                              "message_handler": on_message,
-                              "client_info": mcp_types.Implementation(name="tool-gateway", version="1")}
-    if config.url is None:
-        assert config.command is not None
-        parameters = StdioServerParameters(command=config.command, args=list(config.args), env=env or None,
-                                           cwd=config.cwd)
-        async with Client(parameters, **common) as client:
-            yield client
-        return
-    timeout = httpx2.Timeout(config.connect_timeout_s, read=SSE_READ_TIMEOUT_S)
-    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http, \
-            Client(streamable_http_client(config.url, http_client=http), **common) as client:
-        yield client
 
 
 class McpPool:
@@ -380,7 +314,7 @@ class McpPool:
         except UpstreamUnavailable:
             connection.listed = ""
             raise
-        connection.listed = _fingerprint(tools)
+        connection.listed = fingerprint(tools)
         return tools
 
     def _released(self, connection: Connection) -> None:
@@ -408,30 +342,3 @@ class McpPool:
         await asyncio.gather(*(c.aclose() for c in connections), return_exceptions=True)
 
 
-def list_once(config: UpstreamConfig, timeout: float) -> list[mcp_types.Tool]:
-    """The upstream's tools through a session of the calling thread's own (it must run no event loop)."""
-
-    async def listing() -> list[mcp_types.Tool]:
-        async with _connected(config) as client:
-            return await _all_tools(client)
-
-    async def bounded() -> list[mcp_types.Tool]:
-        try:
-            return await asyncio.wait_for(listing(), timeout)
-        except TimeoutError:
-            raise
-        except Exception as exc:  # noqa: BLE001 — said in words naming the upstream
-            raise UpstreamUnavailable(f"{config.label} is unreachable: {reason(exc)}") from None
-
-    return asyncio.run(bounded())
-
-
-async def call_once(config: UpstreamConfig, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
-    """One call through a session of its own: where no gateway runs (the CLI's ``call``)."""
-    try:
-        async with _connected(config) as client:
-            return await client.call_tool(name, arguments, read_timeout_seconds=CALL_READ_TIMEOUT_S)
-    except MCPError:
-        raise
-    except Exception as exc:  # noqa: BLE001 — said in words naming the upstream
-        raise UpstreamUnavailable(f"{config.label} is unreachable: {reason(exc)}") from None

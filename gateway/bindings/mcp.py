@@ -24,8 +24,8 @@ from mcp.shared.exceptions import MCPError
 from .. import secrets as secret_store
 from ..context import CallContext
 from ..errors import Problem, ToolError
+from ..mcp_client import UpstreamUnavailable, call_once
 from ..mcp_config import UpstreamConfig, parse_config
-from ..mcp_pool import UpstreamUnavailable, call_once
 from ..tool_definition import ToolDefinition
 from . import BindingProblems, Bound, BuildEnv
 

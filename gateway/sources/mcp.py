@@ -23,8 +23,9 @@ from typing import Any
 
 import mcp_types
 
+from ..mcp_client import UpstreamUnavailable, list_once
 from ..mcp_config import UpstreamConfig, parse_config
-from ..mcp_pool import McpPool, UpstreamUnavailable, list_once
+from ..mcp_pool import McpPool
 from ..tool_definition import SourceDeclaration
 from . import cache
 from .expansion import Expansion, SourceEnv, UpstreamTool
