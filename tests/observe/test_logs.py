@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 
 import httpx
 import pytest
@@ -119,3 +120,24 @@ def test_iso_time_is_datetimes_text_to_the_millisecond():
     for moment in (0.0, 1.9995, 1764508696.123, 1764508696.9999996, 1918750199.8339994, 1918750200.0004):
         expected = datetime.fromtimestamp(moment, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         assert iso_time(moment) == expected
+
+
+def test_json_lines_inside_a_traced_call_carry_both_ids():
+    """A JSON line logged inside a call carries the call id and, when tracing gave the call one, the trace id;
+    a traceback comes as "exception"."""
+    handler = logging.StreamHandler()
+    handler.addFilter(CallIds())
+    handler.setFormatter(JsonFormatter())
+    token = current_call.set(CallActivity("call", id="c0ffee", trace_id="0af7651916cd43dd8448eb211c80319c"))
+    try:
+        try:
+            raise ValueError("no")
+        except ValueError:
+            record = logging.getLogger("gateway.test").makeRecord("gateway.test", logging.ERROR, __file__, 1,
+                                                                  "failed", (), sys.exc_info())
+        handler.filter(record)
+    finally:
+        current_call.reset(token)
+    entry = json.loads(handler.format(record))
+    assert (entry["call_id"], entry["trace_id"]) == ("c0ffee", "0af7651916cd43dd8448eb211c80319c")
+    assert entry["level"] == "ERROR" and "ValueError: no" in entry["exception"]
