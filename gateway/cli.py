@@ -1,6 +1,7 @@
-"""``tool-gateway`` (or ``python -m gateway``): serve, validate, list, call, export, test, chat.
+"""``tool-gateway`` (or ``python -m gateway``): serve, validate, list, call, export, test, chat, status.
 
-Exit codes: 0 success; 1 invalid definitions, a tool call that returned an error or a failed contract test;
+Exit codes: 0 success; 1 invalid definitions, a tool call that returned an error, a failed contract test, or a
+running gateway that is degraded or whose replicas serve different versions (``status``);
 2 bad usage or settings (and, for ``test``, definitions that do not build: nothing was tested).
 Domain errors become one message per problem on stderr, never a traceback.
 """
@@ -122,6 +123,12 @@ def _parser() -> argparse.ArgumentParser:
     openapi.add_argument("--server-url", help="base URL of the API instead of the document's servers[0]")
     openapi.add_argument("-o", "--output", metavar="FILE", help="write here (default: standard output)")
     openapi.set_defaults(run=_import_openapi)
+
+    status = command("status", help="ask a running gateway how it is: catalog, shared state, with --cluster "
+                     "every replica and whether they serve one version (admin key: TOOL_GATEWAY_ADMIN_KEY)")
+    status.add_argument("--cluster", action="store_true", help="list the live replicas; exit 1 if versions differ")
+    status.add_argument("--url", help="the gateway, a replica or the load balancer (default: from the settings)")
+    status.set_defaults(run=_status)
 
     chat = command("chat", help="run one chat turn against the configured LLM, executing tools")
     chat.add_argument("message")
@@ -274,6 +281,17 @@ def _serve(args: argparse.Namespace) -> int:
     settings = _settings(args, host=args.host, port=args.port, reload=args.reload, reload_poll=args.reload_poll)
     serve(settings)
     return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from .address import base_url
+    from .status_report import fetch, report
+
+    settings = _settings(args)  # read even with --url: a bad settings file is an error for every command
+    url = args.url or base_url(settings)
+    lines, healthy = report(fetch(url), url, cluster=args.cluster)
+    print("\n".join(lines))
+    return 0 if healthy else 1
 
 
 def _chat(args: argparse.Namespace) -> int:
