@@ -118,9 +118,7 @@ class AdminConsole:
         self.admin(request)
         catalog = self.gateway.catalog
         reason = await run_in_threadpool(self.files.read_only_reason)
-        per_plugin: dict[str | None, int] = {}
-        for entry in admin_catalog.tools(catalog):
-            per_plugin[entry["plugin"]] = per_plugin.get(entry["plugin"], 0) + 1
+        per_plugin = admin_catalog.tools_per_plugin(catalog)
         return json_response({
             "version": catalog.version, "tools": len(catalog.tools), "definitions": str(self.settings.definitions),
             "read_only": reason is not None, "read_only_reason": reason, "auth": self.settings.auth_enabled,
@@ -133,8 +131,10 @@ class AdminConsole:
     async def tools(self, request: Request) -> Response:
         self.admin(request)
         catalog = self.gateway.catalog
-        return Response(catalog.memo(("admin", "tools-body"), lambda: dumps({"tools": admin_catalog.tools(catalog)})),
-                        media_type="application/json")
+        # Off the event loop: the first listing of a catalog finds every tool's line in its file.
+        body = await run_in_threadpool(catalog.memo, ("admin", "tools-body"),
+                                       lambda: dumps({"tools": admin_catalog.tools(catalog)}))
+        return Response(body, media_type="application/json")
 
     async def tool(self, request: Request) -> Response:
         self.admin(request)

@@ -11,24 +11,42 @@ from __future__ import annotations
 import itertools
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+
+import yaml
 
 from ..catalog import Catalog, Tool
 from ..errors import Problem
 from ..formats import render_tools
 from ..paths import real_inside
 from ..runtime import Gateway
+from ..yamlsource import YamlDocument
 
 SHOWN_FORMATS = ("mcp", "openai", "anthropic", "gemini")
 CONTEXT_LINES = 3  # lines shown before and after a problem's line
 MAX_LINE_CHARS = 1_000  # a line shown longer than this is cut (a minified file must not fill the page)
+_PARSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def plugin_of(tool: Tool, catalog: Catalog) -> str | None:
     """The plugin that declares ``tool`` (its files are named ``<plugin>:<path>``), or None: the directory."""
+    if not catalog.plugins:
+        return None
     file = tool.definition.file
     return next((p.name for p in catalog.plugins if file.startswith(f"{p.name}:")), None)
+
+
+def tools_per_plugin(catalog: Catalog) -> dict[str | None, int]:
+    """How many tools each plugin serves (None: the definitions directory), counted once per catalog."""
+    def count() -> dict[str | None, int]:
+        counts: dict[str | None, int] = {}
+        for tool in catalog.tools.values():
+            plugin = plugin_of(tool, catalog)
+            counts[plugin] = counts.get(plugin, 0) + 1
+        return counts
+
+    return catalog.memo(("admin", "per-plugin"), count)
 
 
 def binding_kind(tool: Tool) -> str:
@@ -48,24 +66,72 @@ def binding_summary(binding: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def declared(tool: Tool) -> dict[str, Any]:
+def declared(tool: Tool, lines: Callable[[YamlDocument], list[int]] | None = None) -> dict[str, Any]:
+    """The file and line where ``tool`` is declared; ``lines`` gives the line of each of a document's tools."""
     definition = tool.definition
-    if definition.document is None:
+    document = definition.document
+    if document is None:
         return {"file": definition.file, "line": None}
-    line, _ = definition.document.position(["tools", definition.index])
+    found = lines(document) if lines is not None else []
+    if definition.index < len(found):
+        return {"file": definition.file, "line": found[definition.index]}
+    line, _ = document.position(["tools", definition.index])
     return {"file": definition.file, "line": line}
 
 
-def tool_entry(tool: Tool, catalog: Catalog) -> dict[str, Any]:
+def item_lines(text: str, key: str = "tools") -> list[int]:
+    """The line of each item of the sequence under the top-level ``key``, read from the C parser's events: a
+    tenth of what composing the document costs, and no node tree is kept (the listing needs every tool's line)."""
+    lines: list[int] = []
+    depth = 0
+    in_root = 0  # nodes seen directly in the root mapping: even ones are keys, odd ones values
+    wanted = False  # the key just seen is ``key``
+    level: int | None = None  # the depth of the wanted sequence's items, once inside it
+    for event in yaml.parse(text, Loader=_PARSER):
+        if isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+            if level is not None and depth < level:
+                return lines
+            continue
+        if not isinstance(event, yaml.NodeEvent):
+            continue
+        if depth == 1 and level is None:
+            if in_root % 2 == 0:
+                wanted = isinstance(event, yaml.ScalarEvent) and event.value == key
+            elif wanted and isinstance(event, yaml.SequenceStartEvent):
+                level = 2
+            in_root += 1
+        elif depth == level:
+            lines.append(event.start_mark.line + 1)
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+    return lines
+
+
+def tool_entry(tool: Tool, catalog: Catalog, lines: Callable[[YamlDocument], list[int]] | None = None
+               ) -> dict[str, Any]:
     definition = tool.definition
     return {"id": tool.id, "name": definition.name, "scope": definition.scope.value, "binding": binding_kind(tool),
-            "toolsets": list(definition.toolsets), "tags": list(definition.tags), **declared(tool),
+            "toolsets": list(definition.toolsets), "tags": list(definition.tags), **declared(tool, lines),
             "plugin": plugin_of(tool, catalog)}
 
 
 def tools(catalog: Catalog) -> list[dict[str, Any]]:
     """Every tool of the catalog, as the console lists them (computed once per catalog)."""
-    return catalog.memo(("admin", "tools"), lambda: [tool_entry(tool, catalog) for tool in catalog.tools.values()])
+    def listing() -> list[dict[str, Any]]:
+        by_document: dict[int, list[int]] = {}
+
+        def lines(document: YamlDocument) -> list[int]:
+            if id(document) not in by_document:
+                try:
+                    by_document[id(document)] = item_lines(document.text)
+                except yaml.YAMLError:  # it loaded, so it parses; should it not, each tool's own lookup answers
+                    by_document[id(document)] = []
+            return by_document[id(document)]
+
+        return [tool_entry(tool, catalog, lines) for tool in catalog.tools.values()]
+
+    return catalog.memo(("admin", "tools"), listing)
 
 
 def tool_detail(tool: Tool, catalog: Catalog, figures: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -15,8 +15,11 @@ from server_support import ADMIN_KEY, API_KEYS, READER_KEY
 from support import EXAMPLES
 
 from gateway import secrets
+from gateway.definitions import DEFAULT_LIMITS
 from gateway.events import CallActivity
 from gateway.observe.live import KEPT, QUEUE_SIZE, TEXT_CAP, LiveCalls
+from gateway.server import admin_catalog
+from gateway.yamlsource import parse_yaml
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
 READER = {"Authorization": f"Bearer {READER_KEY}"}
@@ -332,3 +335,16 @@ def test_large_arguments_are_kept_cut_short():
     detail = live.get("big").detail()
     assert len(detail["arguments"]) == TEXT_CAP and detail["arguments_truncated"] is True
     assert detail["arguments"].startswith('{"items": ["xxx')
+
+
+@pytest.mark.parametrize("text", [
+    "overrides: [{tool: a}]\ntools:\n- {id: a}\n- id: b\n  x: [1, 2]\n-\n  id: c\nother: [9]\n",
+    "tools: [{id: a}, {id: b},\n  {id: c}]\n",
+    "# comment\ntools:\n  - id: a\n    binding: &b\n      http: {url: 'x'}\n  - &t\n    id: b\n    binding: *b\n",
+])
+def test_tool_lines_from_parser_events_match_the_documents_positions(text):
+    """The listing's fast line lookup (parser events) gives each tool the line the loader's own position lookup
+    (the composed node tree) gives it."""
+    document, _ = parse_yaml("x.yaml", text, DEFAULT_LIMITS)
+    expected = [document.position(["tools", index])[0] for index in range(len(document.data["tools"]))]
+    assert admin_catalog.item_lines(text) == expected
