@@ -4,59 +4,55 @@ When the model calls client and server tools in one round, the gateway runs the 
 only the client calls (ordinary ``tool_calls``). The caller's next request carries the conversation as it saw
 it: the handed-back assistant message and its results, but not the server calls. ``Handoffs`` remembers what
 the caller did not see — every message the gateway added in that request — under a digest of the conversation
-the caller holds (and who holds it), and ``expand`` puts it back, so the model sees a complete history.
+the caller holds (and who holds it: the principal, so another key, user or conversation with the same messages
+finds nothing), and ``expand`` puts it back, so the model sees a complete history.
 
-Entries live ``ttl_s`` seconds in this process (bounded in number, least recently used evicted first). A caller
-that returns after that, or to another replica, still gets an answer: the model then sees only the client calls.
+Entries are records of the gateway's shared state (``gateway.state``): ``ttl_s`` seconds from their last use, in
+this process's memory by default, in Redis in cluster mode — so a follow-up may reach any replica. An entry gone
+(expired) leaves the caller an answer all the same: the model then sees only the client calls. The store
+unreachable is ``StateUnavailable`` (503) for a request that needs it: one that hands tools back, or returns
+with results for handed-back calls; other turns never touch it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import time
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from ..state import SharedState
+from ..state.memory import MemoryState
 from .providers.base import text_of
 
 Message = dict[str, Any]
+RECORD = "chat-handoff:"
 
 
 class Handoffs:
-    def __init__(self, ttl_s: float = 3600.0, max_entries: int = 10_000,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(self, state: SharedState | None = None, ttl_s: float = 3600.0):
+        self._state = state if state is not None else MemoryState()
         self._ttl_s = ttl_s
-        self._max_entries = max_entries
-        self._clock = clock
-        self._entries: OrderedDict[str, tuple[float, list[Message]]] = OrderedDict()
 
-    def remember(self, principal: Sequence[str | None], visible: Sequence[Message], added: list[Message]) -> None:
+    async def remember(self, principal: Sequence[str | None], visible: Sequence[Message],
+                       added: list[Message]) -> None:
         """``visible`` ends with the handed-back message; ``added`` is what the gateway sent the model instead."""
-        now = self._clock()
-        while self._entries and (len(self._entries) >= self._max_entries or next(iter(self._entries.values()))[0] < now):
-            self._entries.popitem(last=False)
-        self._entries[_digest(principal, visible)] = (now + self._ttl_s, added)
+        await self._state.put(RECORD + _digest(principal, visible), json.dumps(added).encode(), self._ttl_s)
 
-    def expand(self, principal: Sequence[str | None], messages: Sequence[Message]) -> list[Message]:
+    async def expand(self, principal: Sequence[str | None], messages: Sequence[Message]) -> list[Message]:
         """The conversation with every handed-back message of the current turn replaced by what it stood for."""
         start = last_user_index(messages) + 1
         expanded = list(messages[:start])
-        now = self._clock()
         for index in range(start, len(messages)):
             message = messages[index]
             entry = None
             if message.get("role") == "assistant" and message.get("tool_calls"):
-                key = _digest(principal, messages[: index + 1])
-                entry = self._entries.get(key)
-                if entry is not None and entry[0] < now:
-                    del self._entries[key]
-                    entry = None
-                elif entry is not None:
-                    entry = self._entries[key] = (now + self._ttl_s, entry[1])
-                    self._entries.move_to_end(key)
-            expanded.extend(entry[1] if entry is not None else [message])
+                key = RECORD + _digest(principal, messages[: index + 1])
+                raw = await self._state.get(key)
+                if raw is not None:
+                    entry = json.loads(raw)
+                    await self._state.touch(key, self._ttl_s)  # in use: lives ttl_s from now
+            expanded.extend(entry if entry is not None else [message])
         return order_results(expanded)
 
 

@@ -172,9 +172,9 @@ class Turn:
 
     async def accept(self) -> None:
         """Expand handed-back messages and take the caller's results (they pass through their tools' filters,
-        which may await). Here, not in ``__init__``: that may run in a worker thread, and the handoffs are the
-        event loop's to change."""
-        self.messages = self.loop.handoffs.expand(self.principal, self.request.messages)
+        which may await). Here, not in ``__init__``: that may run in a worker thread, and the handoffs are read
+        through the event loop's shared-state client."""
+        self.messages = await self.loop.handoffs.expand(self.principal, self.request.messages)
         start = last_user_index(self.messages) + 1
         earlier = [m for m in self.messages[start:] if m.get("role") == "assistant" and m.get("tool_calls")]
         self.rounds = len(earlier)
@@ -237,7 +237,7 @@ class Turn:
             messages = [tool_message(p.call.id, result) for p, result in zip(answered, results)]
             handed = tuple(p.call for p in plans if isinstance(p, _HandBack))
             if handed:
-                yield self.hand_back(handed, messages, reply.model)
+                yield await self.hand_back(handed, messages, reply.model)
                 return
             self.messages += messages
             if all(p.offered and p.offered.tool.definition.return_direct for p in answered) \
@@ -415,10 +415,10 @@ class Turn:
         return tool_message(call["id"], result), ToolExecution.of(call["id"], arguments, result, self.rounds,
                                                                   timed=False)
 
-    def hand_back(self, calls: tuple[ToolCall, ...], answers: list[dict[str, Any]], model: str) -> Finished:
+    async def hand_back(self, calls: tuple[ToolCall, ...], answers: list[dict[str, Any]], model: str) -> Finished:
         content = PARAGRAPH.join(self.texts)
         visible = {"role": "assistant", "content": content or None, "tool_calls": [c.as_openai() for c in calls]}
-        self.loop.handoffs.remember(self.principal, [*self.request.messages, visible],
+        await self.loop.handoffs.remember(self.principal, [*self.request.messages, visible],
                                     self.messages[self.base:] + answers)
         return self.finished(content, calls, "tool_calls", model)
 

@@ -32,6 +32,7 @@ from starlette.routing import Route
 
 from ..errors import GatewayError, Unauthorized
 from ..loop import ChatLoop, Executed, Finished, TextDelta, load_loop_config, parse_chat_request
+from ..loop.handoff import Handoffs
 from ..loop.loop import Event
 from ..runtime import Gateway
 from .auth import authenticate
@@ -53,7 +54,9 @@ SERVER_ERROR = "server_error"
 
 def routes(gateway: Gateway, loop: ChatLoop | None = None) -> list[Route]:
     """The chat routes; ``loop`` defaults to one built from ``gateway.settings`` (``SettingsInvalid`` if wrong)."""
-    endpoint = ChatEndpoint(gateway, loop or ChatLoop(load_loop_config(gateway.settings), gateway.http_client))
+    # The hand-back history lives in the gateway's shared state, so a follow-up may reach any replica.
+    endpoint = ChatEndpoint(gateway, loop or ChatLoop(load_loop_config(gateway.settings), gateway.http_client,
+                                                      handoffs=Handoffs(gateway.state)))
     return [
         Route("/v1/chat/completions", endpoint.completions, methods=["POST"]),
         Route("/v1/models", endpoint.models, methods=["GET"]),

@@ -13,6 +13,7 @@ class StateUnavailable(GatewayError):
     """The shared store (Redis) cannot be reached: the request that needed it fails, nothing else does."""
 
     status = 503
+    code = "shared_state_unavailable"  # as chat errors carry a code (OpenAI's shape)
 
 
 class SharedState(Protocol):
