@@ -141,7 +141,8 @@ class AdminConsole:
         catalog = self.gateway.catalog
         tool = catalog.get(request.path_params["tool_id"])  # an admin sees every tool the console lists
         figures = admin_catalog.figures_of(self.gateway, tool.id)
-        return json_response(admin_catalog.tool_detail(tool, catalog, figures))
+        # Off the event loop: the first rendering in each format, and reading its file for the line.
+        return json_response(await run_in_threadpool(admin_catalog.tool_detail, tool, catalog, figures))
 
     async def problems(self, request: Request) -> Response:
         self.admin(request)

@@ -149,7 +149,7 @@ def tool_detail(tool: Tool, catalog: Catalog, figures: Mapping[str, Any] | None)
         "binding": {"kind": binding_kind(tool), "summary": binding_summary(definition.binding)},
         "input_schema": tool.input_schema, "output_schema": tool.output_schema,
         "input_schema_derived": definition.input_schema is None,
-        "declared": declared(tool), "plugin": plugin_of(tool, catalog),
+        "declared": declared(tool, lambda document: item_lines(document.text)), "plugin": plugin_of(tool, catalog),
         "formats": formats, "format_diagnostics": diagnostics,
         "examples": list(definition.examples), "annotations": dict(definition.annotations),
         "toolsets": list(definition.toolsets), "tags": list(definition.tags), "timeout_s": definition.timeout_s,
