@@ -28,6 +28,7 @@ from .binding_kinds import SERVER_BINDINGS
 from .errors import Problem
 from .filedigests import FileDigests, FileRefused
 from .paths import outside_message, real_inside
+from .schemas import definitions_validator
 from .settings import Settings
 from .tool_definition import Scope, SourceDeclaration, ToolDefinition
 from .yamlbudget import YamlLimits
@@ -134,9 +135,14 @@ def parse_definitions(file: str, text: str, limits: YamlLimits = DEFAULT_LIMITS)
 def _sources(document: YamlDocument, problems: list[Problem]) -> tuple[SourceDeclaration, ...]:
     """The entries of `sources:` the schema check let through whole (it reported the others)."""
     raw_sources = document.data.get("sources") if isinstance(document.data, dict) else None
+    if not isinstance(raw_sources, list):
+        return ()
+    # The schema check reported what is wrong in an entry; such an entry is not expanded (its kind would read it).
+    misshapen = {error.absolute_path[1] for error in definitions_validator().iter_errors({"sources": raw_sources})
+                 if len(error.absolute_path) >= 2}
     found: dict[str, SourceDeclaration] = {}
-    for index, raw in enumerate(raw_sources if isinstance(raw_sources, list) else []):
-        if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
+    for index, raw in enumerate(raw_sources):
+        if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or index in misshapen:
             continue
         kinds = [key for key in raw if key not in SOURCE_KEYS]  # the schema allows only the kinds' keys besides
         if len(kinds) != 1:

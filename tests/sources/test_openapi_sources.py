@@ -178,3 +178,11 @@ def test_two_sources_generating_one_id_is_a_problem_naming_both(write_definition
     assert problem.line == 5 and problem.message.startswith("source 'second': tool id 'getPet' is already declared "
                                                             "by source 'first' (api.yaml:2:")
     assert "add `tools: {getPet: {id: ...}}` to the source" in problem.message
+
+
+def test_a_misshapen_source_is_reported_not_expanded(write_definitions):
+    """A source the schema rejects (`include: 5`) is a problem at its key; it is not expanded (no crash)."""
+    with pytest.raises(DefinitionsInvalid) as caught:
+        _catalog(write_definitions, "sources:\n  - id: pets\n    openapi: {spec: a.json}\n    include: 5\n")
+    [problem] = caught.value.problems
+    assert (problem.line, problem.message) == (4, "sources[0].include: expected array, got integer")
