@@ -72,7 +72,10 @@ def declared(tool: Tool, lines: Callable[[YamlDocument], list[int]] | None = Non
     document = definition.document
     if document is None:
         return {"file": definition.file, "line": None}
-    found = lines(document) if lines is not None else []
+    try:
+        found = lines(document) if lines is not None else []
+    except yaml.YAMLError:  # it loaded, so it parses; should it not, the document's own lookup answers
+        found = []
     if definition.index < len(found):
         return {"file": definition.file, "line": found[definition.index]}
     line, _ = document.position(["tools", definition.index])
@@ -123,10 +126,7 @@ def tools(catalog: Catalog) -> list[dict[str, Any]]:
 
         def lines(document: YamlDocument) -> list[int]:
             if id(document) not in by_document:
-                try:
-                    by_document[id(document)] = item_lines(document.text)
-                except yaml.YAMLError:  # it loaded, so it parses; should it not, each tool's own lookup answers
-                    by_document[id(document)] = []
+                by_document[id(document)] = item_lines(document.text)
             return by_document[id(document)]
 
         return [tool_entry(tool, catalog, lines) for tool in catalog.tools.values()]
