@@ -15,7 +15,7 @@ from jsonschema import ValidationError
 from .binding_kinds import SERVER_BINDINGS
 from .errors import Problem
 from .offer_rules import compile_pattern
-from .schemas import definitions_validator, json_type, metaschema_errors, remote_refs
+from .schemas import definitions_check, definitions_validator, json_type, metaschema_errors, remote_refs
 
 if TYPE_CHECKING:
     from .tool_definition import ToolDefinition
@@ -30,6 +30,8 @@ def check_document(document: YamlDocument) -> tuple[list[Problem], set[int]]:
     if not isinstance(document.data, dict):
         got = "an empty file" if document.data is None else json_type(document.data)
         return [document.problem([], f"expected a mapping with a 'tools' list, got {got}")], set()
+    if definitions_check()(document.data) is True:  # the common case: certainly valid, without jsonschema
+        return [], set()
     problems = []
     misshapen: set[int] = set()
     for error in definitions_validator().iter_errors(document.data):

@@ -18,6 +18,8 @@ from jsonschema.validators import validator_for
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource
 
+from .fastschema import Check, compile_schema
+
 JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 _PACKAGED = Path(__file__).parent / "_schemas"
 SCHEMAS_DIR = _PACKAGED if _PACKAGED.is_dir() else Path(__file__).parent.parent / "schemas"
@@ -54,6 +56,12 @@ def definitions_validator() -> Draft202012Validator:
     base = DEFINITIONS_SCHEMA.resolve().as_uri()
     registry: Registry = Registry(retrieve=_retrieve).with_resource(base, Resource.from_contents(schema))
     return Draft202012Validator({"$ref": base}, registry=registry)
+
+
+@cache
+def definitions_check() -> Check:
+    """jsonschema's verdict on a definitions file when it is certain (``gateway.fastschema``), else None."""
+    return compile_schema(DEFINITIONS_SCHEMA)
 
 
 def metaschema_errors(schema: Any) -> list[tuple[list[str | int], str]]:
