@@ -44,7 +44,8 @@ def reason(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     if isinstance(exc, httpx2.ConnectError):
         return "could not connect (is it running?)"
-    if isinstance(exc, httpx2.TimeoutException | TimeoutError):
+    if isinstance(exc, httpx2.TimeoutException | TimeoutError) or (
+            isinstance(exc, MCPError) and exc.error.code == mcp_types.REQUEST_TIMEOUT):  # the client gave up waiting
         return "it did not answer in time"
     if isinstance(exc, httpx2.HTTPError):
         return f"HTTP error: {type(exc).__name__}: {exc}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -102,13 +103,16 @@ async def test_results_pass_through_rest_and_mcp(defs):
             assert shouted.content[0].text == "QUIET"
 
 
-def test_secret_header_reaches_the_upstream_and_never_comes_back(defs):
+def test_secret_header_reaches_the_upstream_and_never_comes_back(defs, caplog):
     """The Authorization header's {{ secrets.UPSTREAM_TOKEN }} is sent (the upstream accepts it), and the upstream
-    echoing it back shows the secret's name, not its value."""
+    echoing it back shows the secret's name, not its value; no log line of the gateway holds the value."""
+    caplog.set_level(logging.DEBUG)
     with gateway_serving(defs) as served:
         answer = call(served.url, "w_authorization", {})
+        status = httpx.get(f"{served.url}/status").text
     assert answer["text"].startswith("authorized: Bearer ")
     assert TOKEN not in answer["text"] and "UPSTREAM_TOKEN" in answer["text"]
+    assert TOKEN not in caplog.text and TOKEN not in status
 
 
 def test_reload_keeps_the_session_and_a_changed_config_gets_a_new_one(defs):

@@ -3,6 +3,7 @@ known tools served stale, or none) then recovering, and its tools/list_changed r
 
 from __future__ import annotations
 
+import socket
 import time
 from pathlib import Path
 
@@ -149,3 +150,24 @@ def test_last_known_tools_are_served_stale_from_disk_then_refreshed(tmp_path):
             assert call(served.url, "w_echo", {"text": "back"})["result"] == "back"
     finally:
         weather.kill()
+
+
+def test_an_upstream_that_never_answers_holds_neither_start_up_nor_calls(tmp_path):
+    """An upstream that takes the connection but never answers costs start-up at most its connect_timeout_s: the
+    gateway serves with the source down, and its pooled session gives up on it too (then retries) instead of
+    waiting on it for ever."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)  # the kernel accepts connections; nothing ever reads or answers them
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/mcp"
+        root = tmp_path / "defs"
+        root.mkdir()
+        (root / "upstreams.yaml").write_text(sources_yaml(
+            f"  - id: silent\n    mcp: {{url: '{url}', connect_timeout_s: 1}}\n"
+))
+        with gateway_serving(root) as served:
+            status = source_status(served, "silent")
+            assert status["health"] == "down" and "silent" in status["error"]
+            connection = until(lambda: next(iter(served.gateway.mcp_pool.connections()), None), "the session")
+            until(lambda: connection.state == "down", "the pooled session to give up on the silent upstream")
+            assert "did not answer" in connection.error
