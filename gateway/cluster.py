@@ -92,6 +92,12 @@ class Replicas:
             await asyncio.sleep(self.heartbeat_s)
 
 
+def public_view(view: dict[str, Any]) -> dict[str, Any]:
+    """What ``/status`` tells a caller who is not an admin of ``Replicas.view()``: the mode and whether all is well,
+    not which hosts run, nor where the store is."""
+    return {key: view.get(key) for key in ("mode", "degraded", "same_version")}
+
+
 @contextlib.asynccontextmanager
 async def replicating(gateway: Gateway) -> AsyncIterator[Replicas]:
     """The registry service for the app's lifespan: registers now, beats until the app stops, then leaves."""

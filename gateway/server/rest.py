@@ -14,6 +14,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..catalog import Catalog
+from ..cluster import public_view
 from ..context import CallContext
 from ..errors import BadRequest
 from ..formats import FORMATS, render_tools
@@ -64,6 +65,12 @@ class RestApi:
         if caller.is_admin:
             body |= {"definitions": str(self.settings.definitions), "auth": self.settings.auth_enabled,
                      "last_reload": last.as_dict()}
+        if self.gateway.replicas is not None:  # the registry runs with the app's lifespan (gateway.cluster)
+            cluster = await self.gateway.replicas.view()
+            if cluster["degraded"]:  # the shared state is unreachable: only calls that need it fail
+                body["status"] = "degraded"
+            # Which replicas run where, and why degraded (the store's address): for admins only.
+            body["cluster"] = cluster if caller.is_admin else public_view(cluster)
         slos = self.gateway.observers.get("slo")
         if slos is not None and (not caller.auth or caller.is_admin):  # which tools run, and how: not for anyone
             body["tools_slo"] = slos.figures()  # type: ignore[attr-defined]  # gateway.observe.slo.Slos

@@ -44,8 +44,9 @@ class Seen:
         self.replicas.append((request.method, response.headers.get("x-gateway-replica", "?")))
         if response.status_code >= 400:
             self.failures.append(response.status_code)
-        if "mcp-session-id" in request.headers:
-            self.sessions.add(request.headers["mcp-session-id"])
+        for headers in (request.headers, response.headers):
+            if "mcp-session-id" in headers:
+                self.sessions.add(headers["mcp-session-id"])
 
 
 def http_client(cluster: Cluster, seen: Seen) -> httpx2.AsyncClient:
