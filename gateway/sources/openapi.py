@@ -174,6 +174,8 @@ def parse_document(label: str, data: bytes, env: SourceEnv) -> tuple[YamlDocumen
         parsed, problems = parse_yaml(label, text, env.limits)
         if parsed is None:
             return None, problems
+        # Keys as JSON has them (YAML allows `200:` or `true:` as keys): the conversion reads strings only.
+        parsed.data = json.loads(json.dumps(parsed.data))
         document = parsed
     if not isinstance(document.data, dict):
         return None, [*problems, Problem(label, 1, 1, "an OpenAPI document is a mapping at its top")]

@@ -67,6 +67,7 @@ class Operations:
             if not isinstance(item, Mapping):
                 continue
             item, item_path = self.converter.resolve(item, ("paths", route))
+            item = _object(item)
             for method in METHODS:
                 operation = item.get(method)
                 if isinstance(operation, Mapping):
@@ -174,7 +175,7 @@ class Operations:
         content = parameter.get("content")
         if schema is None and isinstance(content, Mapping) and content:
             media = next(iter(content))
-            schema, schema_at = (content[media] or {}).get("schema", {}), (*at, "content", media, "schema")
+            schema, schema_at = _object(content[media]).get("schema", {}), (*at, "content", media, "schema")
         converted = self.converter.convert(schema if schema is not None else {}, schema_at)
         description = parameter.get("description")
         if description and isinstance(converted, dict) and "description" not in converted:
@@ -190,21 +191,22 @@ class Operations:
         if raw is None:
             return True
         body, at = self.converter.resolve(raw, (*where, "requestBody"))
-        content = body.get("content") if isinstance(body, Mapping) else None
-        content = content if isinstance(content, Mapping) else {}
+        body = _object(body)
+        content = _object(body.get("content"))
         media = next((m for m in content if _is_json(m)), None)
         kind = "json"
         if media is None:
             media = next((m for m in content if m.split(";")[0].strip() == "application/x-www-form-urlencoded"), None)
             kind = "form"
-        body_required = bool(body.get("required")) if isinstance(body, Mapping) else False
+        body_required = body.get("required") is True
         if media is None:
             severity = "left out" if body_required else "served without a body"
             self._problem(at, f"request body media type(s) {', '.join(content) or 'none'} are not supported "
                               f"(JSON and form only): the operation is {severity}")
             return not body_required
-        schema = self.converter.convert((content[media] or {}).get("schema", {}), (*at, "content", media, "schema"))
-        own_required = schema.get("required", []) if isinstance(schema, dict) else []
+        schema = self.converter.convert(_object(content[media]).get("schema", {}), (*at, "content", media, "schema"))
+        own_required = schema.get("required") if isinstance(schema, dict) else None
+        own_required = [name for name in own_required if isinstance(name, str)] if isinstance(own_required, list) else []
         if _flat(schema) and not set(schema["properties"]) & set(properties) and (body_required or not own_required):
             properties.update(schema["properties"])
             required += [name for name in own_required if name in schema["properties"]]
@@ -222,7 +224,7 @@ class Operations:
         requirements = operation.get("security", self.data.get("security"))
         if not isinstance(requirements, list) or not requirements:
             return
-        schemes = (self.data.get("components") or {}).get("securitySchemes") or {}
+        schemes = _object(_object(self.data.get("components")).get("securitySchemes"))
         options = [r for r in requirements if isinstance(r, Mapping)]
         chosen = next((r for r in options if all(name in self.security_values for name in r)), None)
         if chosen is None:
@@ -230,9 +232,9 @@ class Operations:
                 self.unsatisfied[name] = self.unsatisfied.get(name, 0) + 1
             return
         for name in chosen:
-            scheme, _ = self.converter.resolve(schemes.get(name, {}), ("components", "securitySchemes", name))
+            scheme = _object(self.converter.resolve(schemes.get(name, {}), ("components", "securitySchemes", name))[0])
             value = self.security_values[name]
-            kind = scheme.get("type") if isinstance(scheme, Mapping) else None
+            kind = scheme.get("type")
             if kind == "apiKey":
                 place, key = scheme.get("in"), str(scheme.get("name", name))
                 if place == "query":
@@ -261,6 +263,11 @@ def _expression(value: str) -> str:
     if last < len(value):
         parts.append(json.dumps(value[last:]))
     return " ~ ".join(parts) or '""'
+
+
+def _object(value: Any) -> Mapping[str, Any]:
+    """An OpenAPI object where one is expected; anything else (a document written wrong) reads as empty."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def _is_json(media: str) -> bool:

@@ -212,3 +212,36 @@ def test_githubs_published_document_converts_in_place(tmp_path, capsys):
     assert create.definition.binding["http"]["url"] == ("https://api.github.com/repos/{{ args.owner }}/"
                                                         "{{ args.repo }}/issues")
     assert {"owner", "repo", "title"} <= set(create.input_schema["required"])
+
+
+def _paths(node, path=()):
+    yield path
+    children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, child in children:
+        yield from _paths(child, (*path, key))
+
+
+def test_a_document_written_wrong_anywhere_never_crashes_the_conversion():
+    """Nodes replaced by values of the wrong type (or dangling $refs) are problems or ignored, never an exception."""
+    import copy
+    import random
+
+    import yaml
+
+    from gateway.sources.openapi_operations import Operations
+
+    wrong = [None, 5, "x", [], {}, [1], {"$ref": "#/nope"}, {"$ref": "#/components"}, True, {"type": 3}, {"$ref": 5}]
+    documents = [yaml.safe_load(PETSTORE.replace("BASE", "http://h")), TRACKER]
+    rng = random.Random(15)
+    for _ in range(600):
+        document = copy.deepcopy(rng.choice(documents))
+        for _ in range(rng.randint(1, 3)):
+            *parent_path, last = rng.choice([p for p in _paths(document) if p])
+            parent = document
+            for step in parent_path:
+                parent = parent[step]
+            parent[last] = copy.deepcopy(rng.choice(wrong))
+        document = json.loads(json.dumps(document))  # keys as the loader leaves them: strings
+        operations = Operations(document, security={"api_key": "k", "basic": "a:b"}, server_url=None,
+                                document_url="http://h/openapi.json")
+        operations.tools()  # raises on a crash
