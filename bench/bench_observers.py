@@ -5,7 +5,7 @@
 
 Each figure is the best of ``--rounds`` rounds in process CPU time (every thread's: the audit writer's work
 counts), in microseconds, so that other load on the machine weighs on all alike. Log lines go to /dev/null through
-the handler ``configure_logging`` installs; "secret known" rows have one ``{{ secrets.NAME }}`` named, so every
+the handler ``configure_logging`` installs (as ``serve`` does); "secret known" rows have one ``{{ secrets.NAME }}`` named, so every
 record is redacted. ``bench_observability.py`` measures the whole server with every consumer on.
 """
 
@@ -24,7 +24,7 @@ from gateway import secrets
 from gateway.context import CallContext
 from gateway.events import CallActivity
 from gateway.invoke import invoke
-from gateway.logs import CallIds, JsonFormatter, TextFormatter
+from gateway.logs import configure_logging
 from gateway.observe import audit, calllog, slo
 from gateway.runtime import Gateway
 from gateway.settings import Settings
@@ -59,20 +59,22 @@ def main() -> None:
 
     rows = [("invoke('sum') in process, no consumer (the floor)", best(lambda: loop.run_until_complete(calls(200)),
                                                                        1) / 200)]
-    handler = logging.StreamHandler(open(os.devnull, "w"))  # noqa: SIM115 — held until the process ends
-    handler.addFilter(CallIds())
-    logging.getLogger().handlers[:] = [handler]
+    devnull = open(os.devnull, "w")  # noqa: SIM115 — held until the process ends
+
+    def log_to_devnull(log_format: str, level: str) -> None:  # as serve does, the stream aside
+        configure_logging(Settings(log_format=log_format, log_level=level))
+        logging.getLogger().handlers[0].setStream(devnull)
+
     call, call_log = ended_call(), calllog.CallLog()
-    logging.getLogger().setLevel(logging.WARNING)
+    log_to_devnull("text", "warning")
     rows.append(("call log, gateway.calls below its level", best(lambda: call_log.end(call), 20_000)))
-    logging.getLogger().setLevel(logging.INFO)
     for known in ("no secret known", "secret known"):
         if known == "secret known":
             os.environ[SECRET] = "S3cr3t-bench-token-value"
             secrets.remember({SECRET})
-        for name, formatter in (("text", TextFormatter()), ("json", JsonFormatter())):
-            handler.setFormatter(formatter)
-            rows.append((f"call log line, {name}, {known}", best(lambda: call_log.end(call), 5_000)))
+        for log_format in ("text", "json"):
+            log_to_devnull(log_format, "info")
+            rows.append((f"call log line, {log_format}, {known}", best(lambda: call_log.end(call), 5_000)))
     slos = slo.make(gateway)
     rows.append(("slo end()", best(lambda: slos.end(call), 20_000)))
     rows.append((f"slo figures(), a tool with {slo.SAMPLES} samples (per scrape)", best(slos.figures, 100)))

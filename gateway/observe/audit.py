@@ -49,6 +49,10 @@ QUEUE_LINES = 10_000  # what may wait for the writer; past that, lines are dropp
 BATCH_LINES = 256  # lines the writer takes at once: one write and one flush for all of them
 GATHER_S = 0.02  # how long a line may wait for others to join its batch
 _STOP = object()
+# Encoders made once (json.dumps with options makes one per call). A line is ASCII: its length is its size in bytes
+# (rotation counts it), and no byte can break a reader. The digest's JSON is UTF-8, as a client would send it.
+_LINE = json.JSONEncoder(separators=(",", ":"), default=str)
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 class AuditTrail(Observer):
@@ -123,8 +127,7 @@ def _text(item: CallActivity | Event, known: Mapping[str, str]) -> str | None:
 
 
 def _dumps(entry: Mapping[str, Any], known: Mapping[str, str]) -> str:
-    # ASCII: a line's length is its size in bytes (rotation counts it), and no byte can break a reader.
-    return json.dumps(secrets.redact_value(entry, known) if known else entry, separators=(",", ":"), default=str)
+    return _LINE.encode(secrets.redact_value(entry, known) if known else entry)
 
 
 class Sink:
@@ -193,8 +196,7 @@ def line(item: CallActivity | Event) -> dict[str, Any]:
 
 
 def call_line(call: CallActivity) -> dict[str, Any]:
-    canonical = json.dumps(call.arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                           default=str).encode("utf-8", "surrogatepass")
+    canonical = _CANONICAL.encode(call.arguments).encode("utf-8", "surrogatepass")
     entry: dict[str, Any] = {
         "time": iso_time(call.at), "event": "call", "call_id": call.id, "caller": call.caller, "user": call.user,
         "surface": call.surface, "tool": call.tool, "version": call.version,
