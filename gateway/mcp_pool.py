@@ -17,8 +17,8 @@ The upstream's ``tools/list_changed`` (a notification on 2025-11-25 sessions, a 
 on 2026-07-28 ones) calls ``on_change`` (the reload service's trigger); so does a reconnect whose listing
 differs from the one the last build read, and an upstream going down (``/status`` shows it stale).
 
-Before the pool is started on a loop (the first build, which runs before the server's loop does; the CLI),
-``list_tools_blocking`` opens a session of its own in the calling thread for one listing.
+Before the pool is started on a loop (the first build, which runs before the server's loop does), a build's
+listing is made through a session of the build thread's own (``gateway.mcp_client.list_once``).
 """
 
 from __future__ import annotations

@@ -40,9 +40,12 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
     connection = pool.connection(config) if pool is not None else None
 
     async def execute(arguments: dict[str, Any], context: CallContext) -> Any:
+        nonlocal connection
         hidden = _secret_values(secret_names)
         try:
             if connection is not None:
+                if connection.state == "closed":  # the pool closed with its gateway's server, which runs again
+                    connection = pool.connection(config)
                 result = await connection.call_tool(name, arguments)
             else:
                 result = await call_once(config, name, arguments)

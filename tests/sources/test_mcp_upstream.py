@@ -15,6 +15,11 @@ import httpx
 import pytest
 from mcp import Client
 from mcp_upstreams import STDIO_SERVER, Upstream, alive, gateway_serving, http_source, sources_yaml, until, upstream
+from support import serving
+
+from gateway.runtime import Gateway
+from gateway.server import create_app
+from gateway.settings import Settings
 
 TOKEN = "upstream-token-4f9a2c"
 
@@ -162,3 +167,13 @@ def test_stdio_upstream_is_spawned_with_its_env_and_stopped_with_the_gateway(tmp
         assert "[secret GREETING_SECRET]" in first["text"]  # the value arrived, and is redacted on the way back
         assert alive(pid)
     until(lambda: not alive(pid), "the stdio upstream to be stopped", timeout=15)
+
+
+def test_a_gateway_served_again_after_closing_calls_its_upstream_again(defs):
+    """Closing the server closes the gateway's upstream sessions; serving the same gateway (and catalog) again opens
+    new ones for its calls instead of failing on the closed ones."""
+    gateway = Gateway(Settings(definitions=defs, reload=False))
+    for text in ("first", "second"):
+        with serving(create_app(gateway), lifespan="on") as server:
+            answer = call(server.url, "w_echo", {"text": text})
+            assert not answer["is_error"] and answer["result"] == text, answer
