@@ -7,8 +7,12 @@ import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 import httpx
+import httpx2
 from conftest import API_KEY, Cluster
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 from playwright.async_api import Page, async_playwright
 
 CHROMIUM = "/usr/bin/chromium"
@@ -66,6 +70,39 @@ async def test_calls_through_the_balancer_reach_the_page_whichever_replica_takes
     assert [r.json()["result"] for r in responses] == [f"{n} answered" for n in range(6)]
     assert {cluster.replica(r) for r in responses} == set(cluster.ids.values())
     assert len(runs) == 6
+
+
+async def test_an_mcp_call_through_another_replica_runs_in_the_page(cluster: Cluster):
+    """An MCP tools/call sent to replica B with _meta["gateway/session"] naming a page on replica A runs there."""
+    a, b = cluster.replicas[0], cluster.replicas[1]
+    async with page_connected_to(a.url, "example-tool") as (page, session), \
+            httpx2.AsyncClient(headers=cluster.headers(), timeout=30) as http, \
+            streamable_http_client(f"{b.url}/mcp", http_client=http) as (read, write), \
+            ClientSession(read, write) as mcp:
+        await mcp.initialize()
+        result = await mcp.call_tool("example-tool", {"exampleParam": "mcp"}, meta={"gateway/session": session})
+        runs = await page.evaluate("window.runs")
+
+    assert result.is_error is False
+    assert [c.text for c in result.content] == ["mcp answered"]
+    assert [r["via"] for r in runs] == ["bridge"]
+
+
+async def test_the_bridge_survives_a_redis_restart(cluster: Cluster):
+    """Redis stopped and started again while a page stays connected to A: without any restart of the gateways,
+    calls through B reach the page again (A listens again and writes its session's record again)."""
+    a, b = cluster.replicas[0], cluster.replicas[1]
+    async with page_connected_to(a.url, "example-tool") as (_, session):
+        cluster.redis.stop()
+        during = await rest_call(b.url, "example-tool", {"exampleParam": "down"}, session)
+        cluster.redis.start()
+        with anyio.fail_after(30):  # a bound, not a timing assertion
+            while (after := await rest_call(b.url, "example-tool", {"exampleParam": "back"}, session)).json()[
+                    "is_error"]:
+                await anyio.sleep(0.2)
+
+    assert during.json()["is_error"] is True and "which replica holds it is unknown" in during.json()["error"]
+    assert after.json()["result"] == "back answered"
 
 
 async def test_a_call_to_a_page_whose_replica_was_killed_fails_at_once_with_a_clear_error(cluster: Cluster):
