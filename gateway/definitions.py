@@ -233,7 +233,7 @@ def _labels(value: Any) -> tuple[str, ...]:
     return tuple(value) if isinstance(value, list) else ()
 
 
-def _yaml_files(root: Path, label: str = "") -> tuple[list[tuple[str, str]], list[Problem]]:
+def yaml_files(root: Path, label: str = "") -> tuple[list[tuple[str, str]], list[Problem]]:
     """(path, path shown in messages: ``label`` then the path relative to ``root``, with '/') of every YAML file
     below ``root``, and a problem for each link that leads outside it.
 
@@ -332,7 +332,7 @@ def load_definitions(root: str | os.PathLike[str], cache: DefinitionsCache | Non
         return Definitions(root, (), (problem,))
     cache = cache if cache is not None else DefinitionsCache()
     files: list[FileDefinitions] = []
-    paths, problems = _yaml_files(root, label)
+    paths, problems = yaml_files(root, label)
     for path, shown in paths:
         try:
             parsed = cache.load(path, shown, limits)

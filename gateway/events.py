@@ -97,7 +97,8 @@ class CallActivity(Activity):
 class Event:
     """Something that happened at one instant. ``kind`` names it:
 
-    - ``"reload"``: ok, changed, version, tools, duration_s, timed_out, problems (count), trigger
+    - ``"reload"``: ok, changed, version, tools, duration_s, timed_out, problems (their text), added, removed,
+      modified (tool ids)
     - ``"admin"``: action ("reload", "edit", ...), caller, detail (a mapping; never a secret)
     - ``"auth_failure"``: surface, reason ("missing", "invalid", "forbidden")
     - ``"bridge_session"``: change ("opened", "closed"), sessions (how many are open now)

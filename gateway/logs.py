@@ -115,4 +115,4 @@ _second = (-1, "")  # (a second since the epoch, its text): replaced whole, so t
 
 def known_secrets() -> dict[str, str]:
     """The current values of every secret named so far (``gateway.secrets``), by name."""
-    return secrets._known_values()  # private in gateway.secrets: the values its log record factory redacts
+    return secrets.known_values()

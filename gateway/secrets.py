@@ -197,7 +197,7 @@ def remember(names: Collection[str]) -> None:
             _logging_redacted = True
 
 
-def _known_values() -> dict[str, str]:
+def known_values() -> dict[str, str]:
     """The current values of every secret named so far."""
     environ = os.environ
     return {name: environ[name] for name in list(_known) if environ.get(name)}
@@ -210,7 +210,7 @@ def _redact_log_records() -> None:
 
     def redacted_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = make_record(*args, **kwargs)
-        values = _known_values()
+        values = known_values()
         if values:
             _redact_record(record, values)
         return record

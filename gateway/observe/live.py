@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..events import Activity, CallActivity, Observer
-from ..secrets import _known_values, redact
+from ..secrets import known_values, redact
 
 if TYPE_CHECKING:
     from ..runtime import Gateway
@@ -46,7 +46,7 @@ class CallRecord:
 
     def detail(self) -> dict[str, Any]:
         """The summary with the arguments, result and error, every secret the gateway has read redacted."""
-        secrets = _known_values()
+        secrets = known_values()
 
         def shown(text: str | None) -> str | None:
             return redact(text, secrets) if text and secrets else text

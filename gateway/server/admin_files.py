@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..definitions import YAML_SUFFIXES, _yaml_files
+from ..definitions import YAML_SUFFIXES, yaml_files
 from ..errors import BadRequest, Forbidden, GatewayError, PayloadTooLarge
 from ..paths import real_inside
 from ..settings import Settings
@@ -80,7 +80,7 @@ class DefinitionsFiles:
         """Every definitions file the loader reads, by path below the directory, with its size and digest."""
         if not self.root.is_dir():
             return []
-        found, _ = _yaml_files(self.root)
+        found, _ = yaml_files(self.root)
         files = []
         for path, shown in found:
             with contextlib.suppress(OSError, NotFound, PayloadTooLarge):  # gone or grown since listed: leave it out

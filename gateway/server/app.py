@@ -86,7 +86,22 @@ def serve(settings: Settings) -> None:
                            access_log=settings.log_level.lower() == "debug", lifespan="on",
                            # A request in flight (an /admin/reload waiting on a stuck build) must not hold SIGTERM.
                            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
-    uvicorn.Server(config).run()
+    _Server(config, gateway).run()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn tells the app nothing until open connections drain, so an open live-calls stream (the console's)
+    would hold SIGTERM for the whole grace period: it is ended first."""
+
+    def __init__(self, config: uvicorn.Config, gateway: Gateway):
+        super().__init__(config)
+        self.gateway = gateway
+
+    async def shutdown(self, sockets: Any = None) -> None:
+        live = self.gateway.observers.get("live")
+        if live is not None:
+            live.stop()
+        await super().shutdown(sockets)
 
 
 def bind_host(settings: Settings) -> str:

@@ -59,12 +59,6 @@ def test_json_clients_get_the_index(server, accept):
     assert index["endpoints"]["mcp"] == server.url + "/mcp"
 
 
-def test_the_admin_console_is_said_to_come_later_until_it_exists(server):
-    """Without an /admin/ page the landing page says the console is not built yet, and the index says null."""
-    assert "not built yet" in httpx.get(server.url + "/", headers={"Accept": "text/html"}).text
-    assert httpx.get(server.url + "/").json()["endpoints"]["admin_console"] is None
-
-
 def test_the_admin_console_is_linked_once_it_exists(shared_examples):
     """When the app serves /admin/, the page links to it with no 'not built yet' note."""
     gateway = Gateway(Settings(definitions=shared_examples, reload=False))
