@@ -1,7 +1,9 @@
 """The default shared state: this process's memory. Nothing to run, nothing shared with other processes.
 
 Expired records are dropped when read and swept on writes once the table has grown, so memory stays bounded by
-what is live. All methods run on the event loop and never await anything slow.
+what is live; and by ``max_records`` whatever lives (callers who can make records — a chat turn that hands tools
+back makes one — cannot grow the process without end): past it the oldest record goes first. All methods run on
+the event loop and never await anything slow.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ from .gcra import decide
 
 SWEEP_EVERY = 1024  # writes between sweeps of expired records
 SUBSCRIBER_BACKLOG = 1024  # messages one subscriber may fall behind before it loses the oldest
+MAX_RECORDS = 100_000
 
 
 class MemoryState:
     kind = "memory"
 
-    def __init__(self) -> None:
+    def __init__(self, max_records: int = MAX_RECORDS) -> None:
+        self._max_records = max_records
         self._records: dict[str, tuple[bytes, float]] = {}  # key -> (value, expires at, monotonic)
         self._tats: dict[str, float] = {}
         self._channels: dict[str, set[asyncio.Queue[bytes]]] = {}
@@ -36,6 +40,10 @@ class MemoryState:
         return record[0]
 
     async def put(self, key: str, value: bytes, ttl_s: float) -> None:
+        if key not in self._records and len(self._records) >= self._max_records:
+            self._sweep()
+            if len(self._records) >= self._max_records:
+                del self._records[next(iter(self._records))]  # the oldest written
         self._records[key] = (value, time.monotonic() + ttl_s)
         self._writes += 1
         if self._writes % SWEEP_EVERY == 0:

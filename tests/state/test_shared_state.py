@@ -113,3 +113,12 @@ async def test_redis_client_reconnects_after_a_restart(redis_server) -> None:
         assert await store.get("y") == b"2"
     finally:
         await store.aclose()
+
+
+async def test_memory_records_are_bounded_oldest_first() -> None:
+    """Past max_records live records, a new one pushes out the oldest; renewing an existing one pushes none."""
+    store = MemoryState(max_records=3)
+    for key in "abcd":
+        await store.put(key, key.encode(), 30)
+    await store.put("d", b"again", 30)
+    assert await store.scan("") == {"b": b"b", "c": b"c", "d": b"again"}
