@@ -59,9 +59,13 @@ def report(body: dict[str, Any], url: str, *, cluster: bool) -> tuple[list[str],
                                                           else "not degraded"))
     if not cluster:
         return lines, not degraded
-    replicas = view.get("replicas") or []
-    versions = view.get("versions") or sorted({r.get("version") for r in replicas})
     same = bool(view.get("same_version"))
+    if "replicas" not in view:  # /status lists the replicas to admins only
+        lines.append(f"replicas: listed to an admin key only (set {ADMIN_KEY_ENV}); "
+                     + ("all serve one catalog version" if same else "VERSIONS DIFFER"))
+        return lines, same and not degraded
+    replicas = view["replicas"]
+    versions = view.get("versions") or sorted({r.get("version") for r in replicas})
     agreement = (f"all serve catalog {versions[0]}" if same and versions
                  else f"VERSIONS DIFFER: {', '.join(map(str, versions))}" if versions else "none listed")
     lines.append(f"replicas: {len(replicas)}, {agreement}")

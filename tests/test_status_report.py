@@ -64,3 +64,14 @@ def test_status_of_a_gateway_that_is_not_running(capsys):
     """Nothing listening at --url: exit 1 with a message naming the URL."""
     assert main(["status", "--url", "http://127.0.0.1:9"]) == 1
     assert "cannot reach the gateway at http://127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_without_an_admin_key_the_replicas_are_not_listed_but_agreement_is():
+    """/status shows non-admins only mode/degraded/same_version: status says the list needs an admin key."""
+    body = view("v1", "v2")
+    body["cluster"] = {k: body["cluster"][k] for k in ("mode", "degraded", "same_version")}
+
+    lines, healthy = report(body, "http://lb", cluster=True)
+
+    assert healthy is False
+    assert any("listed to an admin key only" in line and "VERSIONS DIFFER" in line for line in lines)
