@@ -38,7 +38,11 @@ tools:
         headers: {X-Key: "{{ secrets.LOGS_TEST_TOKEN }}"}
 """
 LOGGED = """
+import logging
+
+
 def add(a: float, b: float) -> float:
+    logging.getLogger("tools.add").info("adding %s and %s", a, b)  # in a worker thread
     return a + b
 
 
@@ -49,9 +53,9 @@ SECRET = "L0gs-S3cret/Value+xyz"
 
 
 def test_json_lines_name_each_call_and_the_internal_error_reference(write_definitions):
-    """Every line of a json-format server's output parses; each call has one gateway.calls line with its call id;
-    the 'ref' of an internal error's result is the call id of that call's lines (its traceback included), and the
-    secret echoed in the traceback is redacted."""
+    """Every line of a json-format server's output parses; each call has one gateway.calls line with its call id,
+    which lines the tool logs carry too; the 'ref' of an internal error's result is the call id of that call's lines
+    (its traceback included), and the secret echoed in the traceback is redacted."""
     definitions = write_definitions({"tools.yaml": TOOLS, "python/logged.py": LOGGED})
     answers = []
 
@@ -68,6 +72,8 @@ def test_json_lines_name_each_call_and_the_internal_error_reference(write_defini
     calls = [line for line in lines if line["logger"] == "gateway.calls"]
     assert [(c["tool"], c["outcome"]) for c in calls] == [("add", "ok")] * 3 + [("broken", "failed")]
     assert len({c["call_id"] for c in calls}) == 4
+    # A line a tool logs (in the worker thread that runs it) carries its call's id too.
+    assert [line["call_id"] for line in lines if line["logger"] == "tools.add"] == [c["call_id"] for c in calls[:3]]
     failure = answers[-1]
     assert failure["is_error"]
     reference = failure["text"].rpartition("ref ")[2].rstrip(".")
