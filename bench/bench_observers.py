@@ -82,7 +82,7 @@ def main() -> None:
         trail = audit.AuditTrail(audit.Sink(os.path.join(scratch, "put.jsonl"), 10_000_000, 5))
         rows.append(("audit end() on the call's thread", best(lambda: trail.end(call), 5_000)))
         trail.close()
-        sink, known_values = audit.Sink(os.path.join(scratch, "lines.jsonl"), 10_000_000, 5), secrets._known_values()
+        sink, known_values = audit.Sink(os.path.join(scratch, "lines.jsonl"), 10_000_000, 5), secrets.known_values()
         batch = [call] * 100
         rows.append(("audit writer, per line (record, redaction, JSON, batched write)",
                      best(lambda: sink.write([audit._text(item, known_values) for item in batch]), 20) / 100))

@@ -83,7 +83,7 @@ class JsonFormatter(logging.Formatter):
             entry["trace_id"] = trace_id
         fields = getattr(record, "fields", None)
         if fields:
-            known = known_secrets()
+            known = secrets.known_values()
             for name, value in fields.items():
                 if name not in entry:
                     entry[name] = secrets.redact(value, known) if known and isinstance(value, str) else value
@@ -112,7 +112,3 @@ def iso_time(timestamp: float) -> str:
 
 _second = (-1, "")  # (a second since the epoch, its text): replaced whole, so threads never see half of it
 
-
-def known_secrets() -> dict[str, str]:
-    """The current values of every secret named so far (``gateway.secrets``), by name."""
-    return secrets.known_values()

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import secrets
 from ..events import Activity, CallActivity, Event, Observer
-from ..logs import iso_time, known_secrets
+from ..logs import iso_time
 from ..settings import SettingsInvalid
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ class AuditTrail(Observer):
             while len(items) < BATCH_LINES and not self.queue.empty():
                 items.append(self.queue.get())
             stopping = any(item is _STOP for item in items)
-            known = known_secrets()  # once a batch: the values are read from the environment
+            known = secrets.known_values()  # once a batch: the values are read from the environment
             lines = [text for text in (_text(item, known) for item in items if item is not _STOP) if text]
             with self._lock:
                 dropped = self.dropped if self.queue.empty() else 0  # a burst ends when the writer has caught up
