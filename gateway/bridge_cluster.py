@@ -77,9 +77,6 @@ class ClusterBridge:
     def ttl_s(self) -> float:
         return 3 * self.heartbeat_s
 
-    def __len__(self) -> int:
-        return len(self.local)
-
     async def opened(self, session: Session) -> None:
         """Register a page that just connected (before it learns its id, so a call naming it finds it)."""
         if self.replica_id is None:
