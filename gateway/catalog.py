@@ -24,7 +24,7 @@ from .definitions import Definitions
 from .errors import DefinitionsInvalid, Problem, UnknownTool
 from .events import NULL_BUS, EventBus
 from .example_checks import example_problems
-from .fastcheck import Check, compile_check
+from .fastcheck import Check, lazy_check
 from .filters import FilterChains, build_chains
 from .hidden_arguments import visible_schema, with_hidden
 from .schemas import compile_validator
@@ -260,7 +260,7 @@ def _build_tool(definition: ToolDefinition, env: BuildEnv) -> Tool:
         definition=definition,
         input_schema=input_schema,
         validator=compile_validator(dict(input_schema)),
-        fast_check=compile_check(input_schema),
+        fast_check=lazy_check(input_schema),
         output_validator=compile_validator(dict(output)) if output is not None else None,
         executors=executors,
         script=script,

@@ -45,6 +45,24 @@ def compile_check(schema: Any) -> Check | None:
     return lambda value: all(check(value) for check in checks)
 
 
+def lazy_check(schema: Any) -> Check:
+    """``compile_check(schema)``, compiled on the first call (many tools are never called): a schema that is not
+    simple answers False, so that jsonschema decides, as when there is no fast check."""
+    compiled: Check | None = None
+
+    def check(value: Any) -> bool:
+        nonlocal compiled
+        if compiled is None:
+            compiled = compile_check(schema) or _no
+        return compiled(value)
+
+    return check
+
+
+def _no(value: Any) -> bool:
+    return False
+
+
 def _keyword(keyword: str, argument: Any, schema: Mapping[str, Any]) -> Check | None:
     if keyword == "type":
         names = [argument] if isinstance(argument, str) else argument

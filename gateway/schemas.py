@@ -82,12 +82,30 @@ def metaschema_errors(schema: Any) -> list[tuple[list[str | int], str]]:
 
 
 def compile_validator(schema: dict[str, Any]) -> Draft202012Validator:
-    """A validator for a tool's input or output schema, with format checking (dates, emails, …) on.
+    """A validator for a tool's input or output schema, with format checking (dates, emails, …) on, made when it
+    is first used (``LazyValidator``).
 
     The empty registry turns off jsonschema's retrieval of remote ``$ref``s: a call must never fetch a URL.
     """
-    cls = validator_for(schema, default=Draft202012Validator)
-    return cls(schema, format_checker=cls.FORMAT_CHECKER, registry=Registry())
+    return LazyValidator(schema)  # type: ignore[return-value]  # it answers every validator attribute
+
+
+class LazyValidator:
+    """A jsonschema validator made on first use: most tools' arguments pass the fast check (``gateway.fastcheck``)
+    and many are never called, so making 10,000 validators up front cost load time and ~1 KiB each."""
+
+    __slots__ = ("_schema", "_validator")
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self._schema = schema
+        self._validator: Draft202012Validator | None = None
+
+    def __getattr__(self, name: str) -> Any:  # only for names not in __slots__: the validator's own
+        validator = self._validator
+        if validator is None:  # two threads may both make one: the same validator, harmless
+            cls = validator_for(self._schema, default=Draft202012Validator)
+            validator = self._validator = cls(self._schema, format_checker=cls.FORMAT_CHECKER, registry=Registry())
+        return getattr(validator, name)
 
 
 def remote_refs(schema: Any, path: tuple[str | int, ...] = ()) -> list[tuple[list[str | int], str]]:

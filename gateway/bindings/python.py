@@ -14,6 +14,7 @@ import inspect
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -39,6 +40,14 @@ def trusted_function(target: str, env: BuildEnv) -> Any:
 
     Python bindings and invocation filters (``gateway.filters``) name functions under this one rule.
     """
+    # 10,000 tools may bind one function: the answer is the same for each within a build.
+    key = ("python-function", target)
+    if key not in env.memo:
+        env.memo[key] = _trusted_function(target, env)
+    return env.memo[key]
+
+
+def _trusted_function(target: str, env: BuildEnv) -> Any:
     module_name, _, attribute = target.partition(":")
     python_dir = env.memo.get("python-dir-resolved") or env.memo.setdefault(
         "python-dir-resolved", (env.root / PYTHON_DIR).resolve())
@@ -77,7 +86,8 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
         "input", lambda: schema_for_function(function, CONTEXT_PARAMETERS), target, env)
     if isinstance(derived, str):
         raise fail(f"cannot derive an input schema from '{target}': {derived}")
-    problems = _signature_mismatch(definition, function)
+    facts = _facts(target, function, env)
+    problems = _signature_mismatch(definition, facts)
     if problems:
         raise BindingProblems(problems)
     output = None if definition.output_schema is not None else _derived(
@@ -89,7 +99,38 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
                                                f"{output}; declare output_schema to give one", severity="warning"))
         output = None
     slots = ((env.root, definition.id), env.settings.max_concurrent_calls_per_tool)
-    return Bound(executor=_executor(definition.id, function, slots), input_schema=derived, output_schema=output)
+    return Bound(executor=_executor(definition.id, function, facts, slots), input_schema=derived,
+                 output_schema=output)
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What calls and checks need of a function's signature: read once per function and build, not per tool."""
+
+    params: dict[str, inspect.Parameter]  # the parameters a caller gives (context ones left out)
+    injected: tuple[str, ...]  # context parameters the gateway fills
+    takes_any: bool  # **kwargs
+    hints: dict[str, Any]
+    is_async: bool
+
+
+def _facts(target: str, function: Any, env: BuildEnv) -> _Facts:
+    key = ("python-facts", target)
+    if key not in env.memo:
+        signature = inspect.signature(function)
+        try:
+            hints = type_hints(function)
+        except Exception:  # noqa: BLE001  # hints were optional for a tool with an explicit schema: values pass
+            hints = {}
+        env.memo[key] = _Facts(
+            params={p.name: p for p in parameters(function, CONTEXT_PARAMETERS)},
+            injected=tuple(name for name in signature.parameters if name in CONTEXT_PARAMETERS),
+            takes_any=any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()),
+            hints=hints,
+            is_async=inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+                getattr(function, "__call__", None)),  # noqa: B004  # a callable object's async __call__
+        )
+    return env.memo[key]
 
 
 def _derived(which: str, derive: Callable[[], dict[str, Any] | None], target: str,
@@ -215,14 +256,12 @@ def _forget_modules(directory: Path) -> None:
             del sys.modules[name]
 
 
-def _signature_mismatch(definition: ToolDefinition, function: Any) -> list:
+def _signature_mismatch(definition: ToolDefinition, facts: _Facts) -> list:
     """With an explicit input_schema, every property must reach a parameter, and every required one be required."""
     schema = definition.input_schema
     if schema is None:
         return []
-    signature = inspect.signature(function)
-    takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
-    params = {p.name: p for p in parameters(function, CONTEXT_PARAMETERS)}
+    takes_any, params = facts.takes_any, facts.params
     properties = schema.get("properties", {})
     required = set(schema.get("required", []))
     problems = []
@@ -240,17 +279,9 @@ def _signature_mismatch(definition: ToolDefinition, function: Any) -> list:
     return problems
 
 
-def _executor(tool_id: str, function: Any, slots: tuple[Any, int]):
-    signature = inspect.signature(function)
-    injected = [name for name in signature.parameters if name in CONTEXT_PARAMETERS]
-    takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
-    try:
-        hints = type_hints(function)
-    except Exception:  # noqa: BLE001  # hints were optional for a tool with an explicit schema; pass values through
-        hints = {}
-    accepted = {p.name for p in parameters(function, CONTEXT_PARAMETERS)}
-    is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
-        getattr(function, "__call__", None))  # noqa: B004  # a callable object's async __call__, not callable()
+def _executor(tool_id: str, function: Any, facts: _Facts, slots: tuple[Any, int]):
+    injected, takes_any, hints, is_async = facts.injected, facts.takes_any, facts.hints, facts.is_async
+    accepted = facts.params
 
     async def execute(arguments: dict[str, Any], context: CallContext) -> Any:
         kwargs = {
