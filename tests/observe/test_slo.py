@@ -105,6 +105,17 @@ def test_the_ring_keeps_the_latest_calls_only(gateway):
     assert (figures["calls"], figures["p95_ms"], figures["holds"]) == (slo.SAMPLES, 2.0, True)
 
 
+def test_calls_before_the_window_are_left_out():
+    """Only the calls that ended within the window count, before and after the ring wraps around."""
+    ring = slo.Ring()
+    for n in range(slo.SAMPLES + 10):  # ends at 1, 2, …; durations 1, 2, … ms; every other call an error
+        ring.add(float(n + 1), float(n + 1), n % 2 == 1)
+    last = slo.SAMPLES + 10
+    figures = ring.figures(last - 4, None)  # the calls that ended at last-3 … last
+    assert (figures["calls"], figures["errors"], figures["p50_ms"], figures["p95_ms"]) == (4, 2, last - 2, last)
+    assert ring.figures(0, None)["calls"] == slo.SAMPLES
+
+
 async def test_breach_is_logged_once_and_so_is_recovery(gateway, definitions, caplog):
     """A tool napping 50 ms against an slo of 1 ms breaks it: one warning and one "breached" event however many
     calls follow; once a reload gives it a reachable slo, one info line and one "recovered" event."""
