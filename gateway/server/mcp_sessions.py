@@ -82,10 +82,14 @@ class SharedSessions:
                 send = self._recording(send, opening, owner)
             await self.manager.handle_request(scope, receive, send)
             return
+        deleting = scope["method"] == "DELETE"
+        if deleting:
+            send = self._closing(send, session_id)
         if session_id in self.manager._server_instances or not SESSION_ID_PATTERN.fullmatch(session_id):
             # Held here (or no id a session could have): the SDK serves it as usual.
             await self.manager.handle_request(scope, receive, send)
-            self._used(session_id, scope["method"])
+            if not deleting:
+                self._used(session_id)
             return
         try:
             record = await self._record(session_id, owner)
@@ -96,7 +100,8 @@ class SharedSessions:
             await self.manager.handle_request(scope, receive, send)  # the SDK's 404
             return
         await self._serve_from_record(session_id, record, scope, receive, send)
-        self._used(session_id, scope["method"])
+        if not deleting:
+            self._used(session_id)
 
     # -- records -------------------------------------------------------------------------------------------
 
@@ -138,13 +143,25 @@ class SharedSessions:
             return None
         return record
 
-    def _used(self, session_id: str, method: str) -> None:
-        """Renew the record of a session in use (in the background: a held session never waits on the store), or
-        end it everywhere after a DELETE."""
-        if method == "DELETE":
-            self.renewed.pop(session_id, None)
-            self._background(self._closed(session_id))
-            return
+    def _closing(self, send: Send, session_id: str) -> Send:
+        """``send``, ending the session everywhere before the client hears that its DELETE succeeded: the record
+        deleted (no replica serves it from then on) and every replica told (the holder closes it, a replica with
+        its GET stream ends that)."""
+
+        async def send_after_closing(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                self.renewed.pop(session_id, None)
+                try:
+                    await self.state.delete(RECORD + session_id)
+                    await self.state.publish(CLOSED, session_id.encode())
+                except StateUnavailable as exc:  # closed where it was served; the record expires by itself
+                    log.warning("MCP session %s closed here only: %s", session_id[:16], exc)
+            await send(message)
+
+        return send_after_closing
+
+    def _used(self, session_id: str) -> None:
+        """Renew the record of a session in use, in the background: a held session never waits on the store."""
         now = time.monotonic()
         if now - self.renewed.get(session_id, 0.0) < RENEW_EVERY_S:
             return
@@ -152,10 +169,6 @@ class SharedSessions:
         if len(self.renewed) > 10_000:  # sessions never deleted: forget renewals older than a record lives
             self.renewed = {k: t for k, t in self.renewed.items() if now - t < SESSION_TTL_S}
         self._background(self.state.touch(RECORD + session_id, SESSION_TTL_S))
-
-    async def _closed(self, session_id: str) -> None:
-        await self.state.delete(RECORD + session_id)
-        await self.state.publish(CLOSED, session_id.encode())
 
     def _background(self, step: Any) -> None:
         async def quietly() -> None:
