@@ -62,7 +62,7 @@ def applying(tool_id: str, tool_limit: Mapping[str, Any] | None, caller: str | N
     if key_limit is not None:
         limits.append((f"key:{caller}", f"API key '{caller}'", key_limit))
     if tool_limit is not None:
-        limits.append((f"tool:{tool_id}", f"Tool '{tool_id}'", tool_limit))
+        limits.append((f"tool:{tool_id}", "it", tool_limit))  # "Tool 'x' was not run: it is rate limited ..."
     return tuple(limits)
 
 
