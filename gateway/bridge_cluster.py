@@ -172,6 +172,10 @@ class ClusterBridge:
             reply["error"] = str(exc)
         except TimeoutError:
             reply["error"] = f"Tool '{tool_id}' did not finish within {timeout:g} s."
+        except Exception as exc:  # a bug here must still answer: the caller would otherwise wait for its timeout
+            log.exception("bridge: a forwarded call of tool '%s' failed", tool_id)
+            reply["error"] = (f"Tool '{tool_id}' failed on the replica holding its browser page "
+                              f"({type(exc).__name__}; see replica {self.replica_id}'s log).")
         try:
             await self.gateway.state.publish(channel(str(message.get("reply_to"))), _dumps(reply))
         except StateUnavailable as exc:  # the caller times out; nothing else can be done with the answer

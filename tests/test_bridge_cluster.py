@@ -152,3 +152,15 @@ async def test_a_local_session_never_needs_the_shared_state():
         value = await a.bridge.execute(session.id, "example-tool", {"exampleParam": "y"}, CallContext())
 
     assert value["input"] == {"exampleParam": "y"}
+
+
+async def test_a_bug_on_the_owning_replica_still_answers_the_caller(monkeypatch):
+    """An unexpected exception while A runs a forwarded call is answered to B as an error at once (B does not wait
+    for its timeout)."""
+    async with replicas() as (a, b), page(a, echo) as session:
+        async def broken(*args: Any) -> Any:
+            raise RuntimeError("a bug")
+
+        monkeypatch.setattr(a.bridge.local, "execute", broken)
+        with pytest.raises(ToolError, match="failed on the replica holding its browser page"):
+            await asyncio.wait_for(b.bridge.execute(session.id, "example-tool", {}, CallContext()), 10)
