@@ -56,10 +56,11 @@ def _schema_problems(document: YamlDocument, error: ValidationError) -> list[Pro
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         return [document.problem(path, f"{where} is missing required key '{missing}'")]
     if error.validator == "pattern" and path and path[-1] == "id":
+        what = "tool id" if path[0] == "tools" else "source id" if path[0] == "sources" else "id"
         return [
             document.problem(
                 path,
-                f"invalid tool id {error.instance!r}: use a letter, then letters, digits, '_' or '-', "
+                f"invalid {what} {error.instance!r}: use a letter, then letters, digits, '_' or '-', "
                 "at most 64 characters (safe for every LLM provider)",
             )
         ]

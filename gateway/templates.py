@@ -22,6 +22,8 @@ Rendering rules:
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
@@ -205,21 +207,32 @@ def _compile(value: Any, path: Path, names: Collection[str], env: ImmutableSandb
 
 def _compile_text(value: str, path: Path, names: Collection[str], env: ImmutableSandboxedEnvironment,
                   typed: bool, problems: list[tuple[Path, str]]) -> Template | None:
+    # Generated definitions (an OpenAPI source's 500 operations) repeat the same few templates ("{{ args.id }}",
+    # "{{ secrets.KEY }}"): each text is parsed and compiled once per process, then placed at each path.
+    template, found = _compiled_text(value, frozenset(names), env, typed)
+    problems += [(path, message) for message in found]
+    return dataclasses.replace(template, path=path) if template is not None else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled_text(value: str, names: frozenset[str], env: ImmutableSandboxedEnvironment,
+                   typed: bool) -> tuple[Template | None, tuple[str, ...]]:
+    """A template text compiled (at the empty path), or the problems it has; raises what Jinja raises."""
     tree = env.parse(value)
     references, found = _references(tree, names)
     if found:
-        problems += [(path, message) for message in found]
-        return None
+        return None, tuple(found)
+    path: Path = ()
     expression = tree.body[0].nodes[0] if typed and _is_sole_expression(value, tree) else None
     lookup = _lookup(expression) if expression is not None else None
     if lookup is not None and lookup[0] in REQUEST_NAMES:  # names always bound to a mapping
-        return Template(path, value, references, _lookup=lookup)
+        return Template(path, value, references, _lookup=lookup), ()
     with compiling(value):  # Jinja computes constant parts now: within what the sandbox allows
         if expression is not None:  # as Jinja's compile_expression does, from the tree already parsed
             body = nodes.Template([nodes.Assign(nodes.Name("result", "store"), expression, lineno=1)], lineno=1)
             compiled = TemplateExpression(env.from_string(guard(body, env)), undefined_to_none=False)
-            return Template(path, value, references, _expression=compiled)
-        return Template(path, value, references, _template=env.from_string(guard(tree, env)))
+            return Template(path, value, references, _expression=compiled), ()
+        return Template(path, value, references, _template=env.from_string(guard(tree, env))), ()
 
 
 def _is_sole_expression(source: str, tree: nodes.Template) -> bool:

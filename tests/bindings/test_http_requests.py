@@ -128,7 +128,7 @@ async def test_argument_values_are_never_rendered(upstream, build_tools):
     assert echoed["headers"]["x-v"] == attempt
     assert echoed["json"] == {"v": attempt, "s": f"<{attempt}>"}
     assert echoed["path"] == "/echo/" + attempt
-    assert "49" not in result.text
+    assert "49" not in result.text.replace(f":{upstream.port}", "")  # 7*7 nowhere (the port may hold a 49)
 
 
 async def test_context_values_fill_templates(upstream, build_tools):
