@@ -259,9 +259,9 @@ def _build_tool(definition: ToolDefinition, env: BuildEnv) -> Tool:
     tool = Tool(
         definition=definition,
         input_schema=input_schema,
-        validator=compile_validator(dict(input_schema)),
+        validator=compile_validator(input_schema),
         fast_check=lazy_check(input_schema),
-        output_validator=compile_validator(dict(output)) if output is not None else None,
+        output_validator=compile_validator(output) if output is not None else None,
         executors=executors,
         script=script,
         derived_output_schema=derived_output,

@@ -48,15 +48,19 @@ def compile_check(schema: Any) -> Check | None:
 def lazy_check(schema: Any) -> Check:
     """``compile_check(schema)``, compiled on the first call (many tools are never called): a schema that is not
     simple answers False, so that jsonschema decides, as when there is no fast check."""
-    compiled: Check | None = None
+    return _LazyCheck(schema)
 
-    def check(value: Any) -> bool:
-        nonlocal compiled
-        if compiled is None:
-            compiled = compile_check(schema) or _no
-        return compiled(value)
 
-    return check
+class _LazyCheck:
+    __slots__ = ("schema", "compiled")  # an object, not a closure: 10,000 of them are held
+
+    def __init__(self, schema: Any) -> None:
+        self.schema, self.compiled = schema, None
+
+    def __call__(self, value: Any) -> bool:
+        if self.compiled is None:
+            self.compiled = compile_check(self.schema) or _no
+        return self.compiled(value)
 
 
 def _no(value: Any) -> bool:

@@ -8,6 +8,7 @@ editor sees. In a source checkout they are read from ``<repo>/schemas``; a wheel
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,7 @@ def metaschema_errors(schema: Any) -> list[tuple[list[str | int], str]]:
     return found
 
 
-def compile_validator(schema: dict[str, Any]) -> Draft202012Validator:
+def compile_validator(schema: Mapping[str, Any]) -> Draft202012Validator:
     """A validator for a tool's input or output schema, with format checking (dates, emails, …) on, made when it
     is first used (``LazyValidator``).
 
@@ -96,15 +97,16 @@ class LazyValidator:
 
     __slots__ = ("_schema", "_validator")
 
-    def __init__(self, schema: dict[str, Any]) -> None:
+    def __init__(self, schema: Mapping[str, Any]) -> None:
         self._schema = schema
         self._validator: Draft202012Validator | None = None
 
     def __getattr__(self, name: str) -> Any:  # only for names not in __slots__: the validator's own
         validator = self._validator
         if validator is None:  # two threads may both make one: the same validator, harmless
-            cls = validator_for(self._schema, default=Draft202012Validator)
-            validator = self._validator = cls(self._schema, format_checker=cls.FORMAT_CHECKER, registry=Registry())
+            schema = dict(self._schema)  # jsonschema wants a dict, not a read-only view
+            cls = validator_for(schema, default=Draft202012Validator)
+            validator = self._validator = cls(schema, format_checker=cls.FORMAT_CHECKER, registry=Registry())
         return getattr(validator, name)
 
 

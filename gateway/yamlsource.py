@@ -8,8 +8,9 @@ is composed again into a node tree and the node at a JSON path is found there.
 
 from __future__ import annotations
 
+import sys
+import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -43,8 +44,18 @@ class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
         return super().construct_mapping(node, deep=deep)
 
 
+# Keys and short values ("type", "string", a tag) repeat in every tool: one string object each saves ~1 KiB a tool.
+INTERN_CHARS = 40
+
+
+def _construct_str(loader: _Loader, node: yaml.ScalarNode) -> str:
+    value = node.value
+    return sys.intern(value) if len(value) <= INTERN_CHARS else value
+
+
+_Loader.add_constructor("tag:yaml.org,2002:str", _construct_str)
 # Timestamps stay strings: a tool definition has no use for datetime objects and they are not JSON.
-_Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_str)
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_str)
 
 # Longer numbers are refused where they stand: PyYAML reads a sexagesimal one ("1:59:59...") in quadratic time
 # (a 900 kB value takes a minute), and a long integer fails Python's int/str digit limit (ValueError) or a float
@@ -80,12 +91,24 @@ _Loader.add_constructor("tag:yaml.org,2002:binary", _not_json)
 _Loader.add_constructor("tag:yaml.org,2002:set", _not_json)
 
 
-@dataclass(eq=False)
 class YamlDocument:
-    file: str  # the path shown in messages (relative to the definitions directory)
-    text: str
-    data: Any
-    _root: yaml.Node | None = field(default=None, repr=False)
+    """A parsed file: its data, and its text for the positions a problem needs (kept compressed: a catalog holds
+    every file's document, and the text is read again only for a problem or the console)."""
+
+    __slots__ = ("file", "data", "_packed", "_root")
+
+    def __init__(self, file: str, text: str, data: Any) -> None:
+        self.file = file  # the path shown in messages (relative to the definitions directory)
+        self.data = data
+        self._packed = zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
+        self._root: yaml.Node | None = None
+
+    def __repr__(self) -> str:
+        return f"YamlDocument({self.file!r})"
+
+    @property
+    def text(self) -> str:
+        return zlib.decompress(self._packed).decode("utf-8", "surrogatepass")
 
     def position(self, path: Path, *, key: bool = False) -> tuple[int, int]:
         """1-based line and column of the node at ``path`` (of its key when ``key``), or of its nearest parent."""
