@@ -5,9 +5,12 @@ gateways. Records are plain keys with a ``PX`` expiry; a rate limit is one key u
 (``gcra.LUA``: atomic, and timed by Redis' clock, so replicas need not agree on theirs); messages go over Redis
 pub/sub.
 
-Failing fast: connecting waits ``connect_timeout_s`` at most and a command ``command_timeout_s``; the client
-does not retry on the caller's time. Any connection error is ``StateUnavailable``; the next operation simply
-tries again on a fresh connection, which is how the gateway reconnects by itself once Redis is back.
+Failing fast: connecting waits ``connect_timeout_s`` at most and a command ``command_timeout_s``. A command that
+meets a broken connection is tried once more, at once, on a fresh one: after Redis restarts, the pool's
+connections are all dead, and without that retry the first command on each would fail although Redis answers.
+A timeout is not retried (Redis is there but slow: waiting twice helps nobody). Any connection error left is
+``StateUnavailable``; the next operation simply tries again, which is how the gateway reconnects by itself once
+Redis is back.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -38,6 +43,7 @@ class RedisState:
         self.where = _without_password(url)
         self.client = aioredis.Redis.from_url(url, socket_connect_timeout=connect_timeout_s,
                                               socket_timeout=command_timeout_s, retry_on_timeout=False,
+                                              retry=Retry(NoBackoff(), 1), retry_on_error=[RedisConnectionError],
                                               health_check_interval=30)
         self._gcra = self.client.register_script(LUA)
 

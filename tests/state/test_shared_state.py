@@ -122,3 +122,17 @@ async def test_memory_records_are_bounded_oldest_first() -> None:
         await store.put(key, key.encode(), 30)
     await store.put("d", b"again", 30)
     assert await store.scan("") == {"b": b"b", "c": b"c", "d": b"again"}
+
+
+async def test_the_first_command_after_a_redis_restart_succeeds(redis_server) -> None:
+    """A pooled connection left stale by a Redis restart the client did not see is replaced at once: the first
+    command after the restart succeeds instead of failing on the dead connection."""
+    store = RedisState(redis_server.url)
+    try:
+        await store.put("x", b"1", 30)
+        redis_server.stop()
+        redis_server.start()
+        await store.put("y", b"2", 30)
+        assert await store.get("y") == b"2"
+    finally:
+        await store.aclose()
