@@ -108,8 +108,8 @@ class ClusterBridge:
 
     def _nowhere(self, tool_id: str, session_id: str) -> ToolError:
         return ToolError(f"Tool '{tool_id}' runs in the user's browser, and browser session {shown(session_id)} is "
-                         "not connected to any replica: the page was closed, the replica holding it stopped, or "
-                         "the session id is wrong.")
+                         "not connected to any replica: no open page holds the browser session named by this call "
+                         "(the page was closed, the replica holding it stopped, or the session id is wrong).")
 
     async def _forward(self, owner: str, session_id: str, tool_id: str, arguments: dict[str, Any],
                        context: CallContext) -> Any:
