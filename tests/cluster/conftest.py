@@ -120,6 +120,7 @@ class Cluster:
             self.nginx.start()
         self.llm.reset()
         self.replica_ids()
+        self.wait_until(self.same_version, what="every replica on one catalog version")
 
     def stop(self) -> None:
         self.nginx.stop()

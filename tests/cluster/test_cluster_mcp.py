@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import httpx
 import httpx2
-from conftest import Cluster
+from conftest import CLUSTER_TOOLS, Cluster
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ToolListChangedNotification
@@ -84,10 +84,13 @@ async def test_one_session_is_served_by_every_replica_and_hears_list_changed(clu
         # The GET stream opens in the background after the handshake; wait until a replica answered it.
         await until(lambda: any(method == "GET" for method, _ in seen.replicas), "the GET stream")
         cluster.edit_definitions("cluster.yaml", PAUSE_EDITED)
-        await until(lambda: heard, "tools/list_changed after the edit")
-        await until(lambda: cluster.same_version(), "every replica on the edited catalog")
-        listed = {tool.name for tool in (await session.list_tools()).tools}
-        assert "added_after_start" in listed
+        try:
+            await until(lambda: heard, "tools/list_changed after the edit")
+            await until(lambda: cluster.same_version(), "every replica on the edited catalog")
+            listed = {tool.name for tool in (await session.list_tools()).tools}
+            assert "added_after_start" in listed
+        finally:  # the session's cluster serves the next tests as it was
+            cluster.edit_definitions("cluster.yaml", CLUSTER_TOOLS)
     assert len(seen.sessions) == 1 and not seen.failures
 
 
