@@ -48,6 +48,7 @@ log = logging.getLogger("gateway.audit")
 QUEUE_LINES = 10_000  # what may wait for the writer; past that, lines are dropped rather than calls slowed
 BATCH_LINES = 256  # lines the writer takes at once: one write and one flush for all of them
 GATHER_S = 0.02  # how long a line may wait for others to join its batch
+CLOSE_TIMEOUT_S = 10.0
 _STOP = object()
 # Encoders made once (json.dumps with options makes one per call). A line is ASCII: its length is its size in bytes
 # (rotation counts it), and no byte can break a reader. The digest's JSON is UTF-8, as a client would send it.
@@ -111,9 +112,14 @@ class AuditTrail(Observer):
                 log.exception("audit trail: could not write %d line(s) to %s", len(lines), self.sink.name)
 
     def close(self) -> None:
-        """Write what is queued, then stop the writer and close the file."""
+        """Write what is queued, then stop the writer and close the file; a writer stuck on its output (a pipe
+        nobody reads) does not hold the gateway's stop longer than ``CLOSE_TIMEOUT_S``."""
         self.queue.put(_STOP)
-        self._writer.join()
+        self._writer.join(CLOSE_TIMEOUT_S)
+        if self._writer.is_alive():
+            log.warning("audit trail: the writer did not finish within %g s; about %d line(s) left unwritten",
+                        CLOSE_TIMEOUT_S, self.queue.qsize())
+            return
         self.sink.close()
 
 

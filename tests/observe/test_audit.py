@@ -239,3 +239,20 @@ def test_a_private_tools_argument_error_keeps_its_text_out():
     assert "error" not in audit.line(call) and "arguments" not in audit.line(call)
     call.outcome, call.error = "error", "the vault is closed"
     assert audit.line(call)["error"] == "the vault is closed"
+
+
+def test_close_does_not_wait_forever_for_a_stuck_writer(tmp_path, caplog, monkeypatch):
+    """A writer stuck on its output (a pipe nobody reads) holds close() for CLOSE_TIMEOUT_S at most, and the lines
+    left unwritten are reported."""
+    monkeypatch.setattr(audit, "CLOSE_TIMEOUT_S", 0.2)
+    trail = audit.AuditTrail(audit.Sink(str(tmp_path / "audit.jsonl"), 0, 0))
+    release = threading.Event()
+    trail.sink.write = lambda lines: release.wait(30)
+    trail.end(_call(1))
+    closing = threading.Thread(target=trail.close)
+    with caplog.at_level(logging.WARNING, logger="gateway.audit"):
+        closing.start()
+        closing.join(10)
+    release.set()
+    assert not closing.is_alive()
+    assert any("did not finish" in record.getMessage() for record in caplog.records)
