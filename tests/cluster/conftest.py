@@ -22,9 +22,9 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from fake_llm import FakeLLM, Servers, openai_provider
 from starlette.applications import Starlette
 from starlette.routing import Route
-from fake_llm import FakeLLM, Servers, openai_provider
 from support import EXAMPLES, GatewayProcess, Nginx, RedisServer
 
 from gateway.settings import hash_key

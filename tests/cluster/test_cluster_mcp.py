@@ -13,6 +13,9 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ToolListChangedNotification
 
+SESSION_HEADERS = {"mcp-protocol-version": "2025-11-25", "accept": "application/json, text/event-stream",
+                   "content-type": "application/json"}
+SUM_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sum", "arguments": {"a": 1, "b": 2}}}
 PAUSE_EDITED = """\
 tools:
   - id: pause
@@ -94,36 +97,38 @@ async def test_one_session_is_served_by_every_replica_and_hears_list_changed(clu
     assert len(seen.sessions) == 1 and not seen.failures
 
 
-async def test_a_session_deleted_through_another_replica_is_gone_everywhere(cluster: Cluster) -> None:
+async def open_session(cluster: Cluster) -> tuple[str, str]:
+    """A 2025-11-25 session opened through nginx and left open (no DELETE): its id and the replica holding it."""
+    seen = Seen()
+    async with http_client(cluster, seen) as http, \
+            streamable_http_client(f"{cluster.url}/mcp", http_client=http, terminate_on_close=False) as (
+                read, write), ClientSession(read, write) as session:
+        await session.initialize()
+    (session_id,) = seen.sessions
+    return session_id, seen.replicas[0][1]
+
+
+def session_request(cluster: Cluster, method: str, port: int, session_id: str) -> httpx.Response:
+    """One request of the session straight to the replica at ``port``: a tools/call (POST) or a DELETE."""
+    headers = {**cluster.headers(), **SESSION_HEADERS, "mcp-session-id": session_id}
+    return httpx.request(method, f"http://127.0.0.1:{port}/mcp", headers=headers, timeout=10,
+                         json=SUM_CALL if method == "POST" else None)
+
+
+def test_a_session_deleted_through_another_replica_is_gone_everywhere(cluster: Cluster) -> None:
     """DELETE of a session on a replica that does not hold it ends it: the next request naming it is a 404 on
     every replica (the SDK's answer for an unknown session)."""
-    seen = Seen()
-    async with http_client(cluster, seen) as http:
-        async with streamable_http_client(f"{cluster.url}/mcp", http_client=http, terminate_on_close=False) as (
-                read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            await session.call_tool("sum", {"a": 1, "b": 2})
-        (session_id,) = seen.sessions
-    holder = seen.replicas[0][1]
+    session_id, holder = anyio.run(open_session, cluster)
     ports = {replica: port for port, replica in cluster.ids.items()}
     other = next(port for replica, port in ports.items() if replica != holder)
-    headers = {**cluster.headers(), "mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25",
-               "accept": "application/json, text/event-stream", "content-type": "application/json"}
-    deleted = httpx.delete(f"http://127.0.0.1:{other}/mcp", headers=headers, timeout=10)
+    assert session_request(cluster, "POST", other, session_id).status_code == 200
+    deleted = session_request(cluster, "DELETE", other, session_id)
     assert deleted.status_code == 200, deleted.text
-    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "sum", "arguments": {"a": 1, "b": 1}}}
-
-    def answers() -> list[int]:
-        return [httpx.post(f"http://127.0.0.1:{port}/mcp", headers=headers, json=call, timeout=10).status_code
-                for port in ports.values()]
-
-    await until(lambda: answers() == [404, 404, 404], "the session gone on every replica", 10)
+    cluster.wait_until(lambda: [session_request(cluster, "POST", port, session_id).status_code
+                                for port in ports.values()] == [404, 404, 404], 10, "the session gone everywhere")
 
 
-async def test_an_unknown_session_is_the_sdks_404(cluster: Cluster) -> None:
+def test_an_unknown_session_is_the_sdks_404(cluster: Cluster) -> None:
     """A session id no replica ever issued is answered 404 "Session not found", as by one process."""
-    headers = {**cluster.headers(), "mcp-session-id": "0" * 32, "mcp-protocol-version": "2025-11-25",
-               "accept": "application/json, text/event-stream", "content-type": "application/json"}
-    response = httpx.post(f"{cluster.url}/mcp", headers=headers, timeout=10,
-                          json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    response = session_request(cluster, "POST", next(iter(cluster.ids)), "0" * 32)
     assert response.status_code == 404 and "Session not found" in response.text

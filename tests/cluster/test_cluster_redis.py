@@ -3,6 +3,7 @@ it fails at once with an error naming it, and everything works again by itself o
 
 from __future__ import annotations
 
+import anyio
 import httpx
 import httpx2
 from conftest import Cluster, rest_call
@@ -10,35 +11,36 @@ from fake_llm import Reply
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from test_cluster_chat import follow_up, handed_back
-from test_cluster_mcp import Seen, http_client
-
-SESSION_HEADERS = {"mcp-protocol-version": "2025-11-25", "accept": "application/json, text/event-stream",
-                   "content-type": "application/json"}
-CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sum", "arguments": {"a": 1, "b": 2}}}
+from test_cluster_mcp import Seen, http_client, open_session, session_request
 
 
-async def open_session(cluster: Cluster) -> tuple[str, str]:
-    """A 2025-11-25 session opened through nginx, left open: its id and the replica that holds it."""
+async def modern_calls(cluster: Cluster) -> None:
+    """Three 2026-07-28 calls through nginx with the SDK's Client (stateless: no shared state needed)."""
+    async with httpx2.AsyncClient(headers=cluster.headers(), timeout=30) as http, \
+            Client(streamable_http_client(f"{cluster.url}/mcp", http_client=http)) as modern:
+        assert modern.protocol_version == "2026-07-28"
+        for n in range(3):
+            assert (await modern.call_tool("sum", {"a": n, "b": 1})).structured_content == {"result": n + 1}
+
+
+async def session_over_every_replica(cluster: Cluster) -> None:
+    """A new 2025-11-25 session whose six calls reach all three replicas without a failure."""
     seen = Seen()
-    async with http_client(cluster, seen) as http:
-        async with streamable_http_client(f"{cluster.url}/mcp", http_client=http, terminate_on_close=False) as (
-                read, write), ClientSession(read, write) as session:
-            await session.initialize()
-    (session_id,) = seen.sessions
-    return session_id, seen.replicas[0][1]
+    async with http_client(cluster, seen) as http, \
+            streamable_http_client(f"{cluster.url}/mcp", http_client=http) as (read, write), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        for n in range(6):
+            assert (await session.call_tool("sum", {"a": n, "b": 1})).structured_content == {"result": n + 1}
+    assert len({replica for method, replica in seen.replicas if method == "POST"}) == 3 and not seen.failures
 
 
-def session_call(cluster: Cluster, port: int, session_id: str) -> httpx.Response:
-    return httpx.post(f"http://127.0.0.1:{port}/mcp", json=CALL, timeout=10,
-                      headers={**cluster.headers(), **SESSION_HEADERS, "mcp-session-id": session_id})
-
-
-async def test_redis_down_fails_only_what_needs_it_and_recovery_is_automatic(cluster: Cluster) -> None:
+def test_redis_down_fails_only_what_needs_it_and_recovery_is_automatic(cluster: Cluster) -> None:
     """With Redis stopped: REST calls and 2026-07-28 MCP calls through nginx succeed, a 2025-11-25 session keeps
     working on the replica that holds it, while on another replica it is a 503 JSON-RPC error naming the shared
     state, as is a chat follow-up (OpenAI's error shape); /healthz stays ok and /status says degraded. Once Redis
     is started again, /status is ok, and a new session and a chat turn work across replicas again."""
-    session_id, holder = await open_session(cluster)
+    session_id, holder = anyio.run(open_session, cluster)
     ports = {replica: port for port, replica in cluster.ids.items()}
     other = next(port for replica, port in ports.items() if replica != holder)
     _, message = handed_back(cluster)
@@ -47,14 +49,11 @@ async def test_redis_down_fails_only_what_needs_it_and_recovery_is_automatic(clu
     with httpx.Client(base_url=cluster.url, headers=cluster.headers(), timeout=10) as client:
         assert [rest_call(client, "sum", {"a": n, "b": 1}).json()["result"] for n in range(6)] == \
             [n + 1 for n in range(6)]
-    async with httpx2.AsyncClient(headers=cluster.headers(), timeout=30) as http, \
-            Client(streamable_http_client(f"{cluster.url}/mcp", http_client=http)) as modern:
-        assert modern.protocol_version == "2026-07-28"
-        for n in range(3):
-            assert (await modern.call_tool("sum", {"a": n, "b": 1})).structured_content == {"result": n + 1}
+    anyio.run(modern_calls, cluster)
 
-    assert session_call(cluster, ports[holder], session_id).json()["result"]["structuredContent"] == {"result": 3}
-    refused = session_call(cluster, other, session_id)
+    held = session_request(cluster, "POST", ports[holder], session_id)
+    assert held.json()["result"]["structuredContent"] == {"result": 3}
+    refused = session_request(cluster, "POST", other, session_id)
     assert refused.status_code == 503
     assert "shared state" in refused.json()["error"]["message"]
 
@@ -81,14 +80,7 @@ async def test_redis_down_fails_only_what_needs_it_and_recovery_is_automatic(clu
         return all(a["status"] == "ok" and len(a["cluster"]["replicas"]) == 3 for a in answers)
 
     cluster.wait_until(all_well, what="every replica ok again, all three registered")
-    seen = Seen()
-    async with http_client(cluster, seen) as http, \
-            streamable_http_client(f"{cluster.url}/mcp", http_client=http) as (read, write), \
-            ClientSession(read, write) as session:
-        await session.initialize()
-        for n in range(6):
-            assert (await session.call_tool("sum", {"a": n, "b": 1})).structured_content == {"result": n + 1}
-    assert len({replica for method, replica in seen.replicas if method == "POST"}) == 3 and not seen.failures
+    anyio.run(session_over_every_replica, cluster)
     cluster.llm.reset()
     first, message = handed_back(cluster)
     again = next(port for port, replica in cluster.ids.items() if replica != cluster.replica(first))
