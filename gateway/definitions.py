@@ -32,7 +32,7 @@ from .schemas import definitions_validator
 from .settings import Settings
 from .tool_definition import Scope, SourceDeclaration, ToolDefinition
 from .yamlbudget import YamlLimits
-from .yamlsource import YamlDocument, parse_yaml
+from .yamlsource import ParsedStore, YamlDocument, parse_yaml
 
 YAML_SUFFIXES = (".yaml", ".yml")
 DEFAULT_LIMITS = YamlLimits.from_settings(Settings())
@@ -101,10 +101,11 @@ class Definitions:
 
 
 
-def parse_definitions(file: str, text: str, limits: YamlLimits = DEFAULT_LIMITS) -> FileDefinitions:
-    """Parse and check one definitions file on its own."""
+def parse_definitions(file: str, text: str, limits: YamlLimits = DEFAULT_LIMITS,
+                      store: ParsedStore | None = None) -> FileDefinitions:
+    """Parse and check one definitions file on its own (its parse kept in ``store``, ``gateway.buildcache_disk``)."""
     digest = hashlib.sha256(text.encode()).hexdigest()
-    document, problems = parse_yaml(file, text, limits)
+    document, problems = parse_yaml(file, text, limits, store)
     if document is None:
         return FileDefinitions(file, digest, (), tuple(problems))
     shape_problems, misshapen = checks.check_document(document)
@@ -283,7 +284,8 @@ class DefinitionsCache:
     files costs 1,000 ``stat`` calls.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, store: ParsedStore | None = None) -> None:
+        self.store = store  # parses kept between runs (a serving gateway's), or None
         self._files: dict[tuple[str, str], FileDefinitions] = {}
         self._digests = FileDigests()
         self._plugins: dict[str, DefinitionsCache] = {}
@@ -300,7 +302,7 @@ class DefinitionsCache:
         if cached is None:
             if data is None:  # its digest is known from an earlier read, but it was not parsed under this name
                 data = self._digests.read(path, limits.max_file_bytes, force=True)[1] or b""
-            cached = self._files[file, digest] = _parse_bytes(file, data, limits)
+            cached = self._files[file, digest] = _parse_bytes(file, data, limits, self.store)
         return cached
 
     def retain(self, keep: Iterable[FileDefinitions]) -> None:
@@ -310,14 +312,14 @@ class DefinitionsCache:
         self._digests.sweep()
 
 
-def _parse_bytes(file: str, data: bytes, limits: YamlLimits) -> FileDefinitions:
+def _parse_bytes(file: str, data: bytes, limits: YamlLimits, store: ParsedStore | None = None) -> FileDefinitions:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return FileDefinitions(file, hashlib.sha256(data).hexdigest(), (), (Problem(file, 1, 1, f"not UTF-8: {exc}"),))
     if _API_DOCUMENT.search(text, 0, 65_536) and not re.search(r"^tools\s*:", text, re.MULTILINE):
         return FileDefinitions(file, hashlib.sha256(data).hexdigest(), (), (), api_document=True)
-    return parse_definitions(file, text, limits)
+    return parse_definitions(file, text, limits, store)
 
 
 def load_definitions(root: str | os.PathLike[str], cache: DefinitionsCache | None = None, *,

@@ -28,6 +28,7 @@ import httpx
 from . import daemon
 from .bindings import BuildEnv
 from .buildcache import BuildCache
+from .buildcache_disk import ParsedFiles
 from .catalog import Catalog, build_catalog
 from .definitions import DefinitionsCache
 from .errors import DefinitionsInvalid, Problem
@@ -81,7 +82,9 @@ class Gateway:
         self.mcp_pool = McpPool()
         # What a build reuses from the builds before it: handed to each build as it is started, replaced when a
         # build is abandoned (it may still be running, and caches serve one build at a time).
-        self._caches = (DefinitionsCache(), BuildCache())
+        # Parses kept on disk between runs (gateway.buildcache_disk): a restart skips unchanged files' YAML.
+        self._parsed = ParsedFiles.default()
+        self._caches = (DefinitionsCache(self._parsed), BuildCache())
         self._handed = threading.local()  # in a build's thread: the caches it was handed
         self._abandoned: list[Future[Catalog]] = []  # timed-out builds, until their threads end
         self._listeners: list[Listener] = []
@@ -186,7 +189,7 @@ class Gateway:
     def _abandon(self, build: Future[Catalog], started: float) -> ReloadOutcome:
         """Give up on a build that ran out of time: it keeps its caches (it may use them still); later builds
         start from fresh ones, and its result, if one ever comes, is dropped."""
-        self._caches = (DefinitionsCache(), BuildCache())
+        self._caches = (DefinitionsCache(self._parsed), BuildCache())
         self._abandoned = [b for b in self._abandoned if not b.done()] + [build]
         return self._failed((self._timeout_problem(),), started, timed_out=True)
 
