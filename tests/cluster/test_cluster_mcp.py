@@ -132,3 +132,26 @@ def test_an_unknown_session_is_the_sdks_404(cluster: Cluster) -> None:
     """A session id no replica ever issued is answered 404 "Session not found", as by one process."""
     response = session_request(cluster, "POST", next(iter(cluster.ids)), "0" * 32)
     assert response.status_code == 404 and "Session not found" in response.text
+
+
+def test_a_get_stream_on_a_replica_that_does_not_hold_the_session_hears_list_changed(cluster: Cluster) -> None:
+    """The session's GET stream opened on a replica that does not hold the session stays there, hears
+    tools/list_changed after an edit, and ends when the session is deleted (through yet another replica)."""
+    session_id, holder = anyio.run(open_session, cluster)
+    others = [port for port, replica in cluster.ids.items() if replica != holder]
+    headers = {**cluster.headers(), **SESSION_HEADERS, "accept": "text/event-stream", "mcp-session-id": session_id}
+    lines: list[str] = []
+    with httpx.stream("GET", f"http://127.0.0.1:{others[0]}/mcp", headers=headers, timeout=30) as stream:
+        assert stream.status_code == 200
+        cluster.edit_definitions("cluster.yaml", PAUSE_EDITED)
+        events = stream.iter_lines()
+        try:
+            for line in events:
+                lines.append(line)
+                if "notifications/tools/list_changed" in line:
+                    break
+            assert session_request(cluster, "DELETE", others[1], session_id).status_code == 200
+            lines += list(events)  # the stream ends: the replica closed it
+        finally:
+            cluster.edit_definitions("cluster.yaml", CLUSTER_TOOLS)
+    assert any("notifications/tools/list_changed" in line for line in lines)
