@@ -22,6 +22,7 @@ business: it queues, it does not block.
 from __future__ import annotations
 
 import contextvars
+import json
 import logging
 import time
 import uuid
@@ -82,7 +83,6 @@ class CallActivity(Activity):
     version: str = ""  # the catalog version the call ran on
     side: str = "server"
     arguments: Any = None
-    argument_bytes: int = 0
     audit_arguments: bool = True  # the tool's ``audit: {arguments: false}`` turns it off
     traceparent: str | None = None  # an incoming W3C trace context (REST/chat header, MCP ``_meta``)
     conversation_id: str | None = None
@@ -92,12 +92,21 @@ class CallActivity(Activity):
     error: str | None = None
     result: Any = None  # the ToolResult, for consumers that show it (the console); never logged by default
 
+    def argument_bytes(self) -> int:
+        """The size of the arguments as compact JSON: computed when a consumer asks (a tracer), not per call."""
+        if isinstance(self.arguments, (str, bytes)):
+            return len(self.arguments)
+        try:
+            return len(json.dumps(self.arguments, separators=(",", ":"), ensure_ascii=False).encode())
+        except (TypeError, ValueError, RecursionError):  # arguments that did not parse into JSON data
+            return 0
+
 
 @dataclass(frozen=True, slots=True)
 class Event:
     """Something that happened at one instant. ``kind`` names it:
 
-    - ``"reload"``: ok, changed, version, tools, duration_s, timed_out, problems (their text), added, removed,
+    - ``"reload"``: ok, changed, version, tools, duration_s, timed_out, problems (their texts), added, removed,
       modified (tool ids)
     - ``"admin"``: action ("reload", "edit", ...), caller, detail (a mapping; never a secret)
     - ``"auth_failure"``: surface, reason ("missing", "invalid", "forbidden")

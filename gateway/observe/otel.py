@@ -169,7 +169,7 @@ def _start_call(call: CallActivity) -> tuple[str, SpanKind, dict[str, Any]]:
 
 
 def _end_call(span: Span, call: CallActivity) -> None:
-    ended = {"gateway.call.outcome": call.outcome, "gateway.call.argument_bytes": call.argument_bytes,
+    ended = {"gateway.call.outcome": call.outcome, "gateway.call.argument_bytes": call.argument_bytes(),
              "gateway.call.result_chars": call.result_chars}
     if call.truncated:
         ended["gateway.call.truncated"] = True
