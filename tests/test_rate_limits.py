@@ -10,7 +10,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fake_llm import FakeLLM, Reply, openai_provider
 from mcp import Client
+from starlette.applications import Starlette
+from starlette.routing import Route
 from support import serving
 
 from gateway.bindings import BuildEnv
@@ -221,3 +224,23 @@ def test_a_source_tool_takes_a_rate_limit(tmp_path):
     served = build_catalog(load_definitions(root), Settings(definitions=root))
 
     assert served.tools["getPet"].definition.rate_limit == {"calls": 1, "per_s": 60}
+
+
+async def test_the_chat_loop_gives_a_refused_call_to_the_model(definitions, servers, monkeypatch):
+    """In a chat turn, the model calls a tool limited to three four times: one call's tool result is the refusal."""
+    llm = FakeLLM()
+    llm.url = servers.start(Starlette(routes=[Route("/v1/chat/completions", llm.handle, methods=["POST"])]))
+    monkeypatch.setenv("FAKE_LLM_KEY", "sk-rate-limits")
+    calls = [(f"call_{n}", "limited_echo", {"text": str(n)}) for n in range(4)]
+    llm.answer(Reply(tool_calls=calls), Reply(content="done"))
+
+    async with rest_client(definitions, providers={"scripted": openai_provider(llm)},
+                           chat={"provider": "scripted"}) as (client, _):
+        answer = await client.post("/v1/chat/completions", json={
+            "model": "scripted", "messages": [{"role": "user", "content": "echo four times"}]})
+
+    assert answer.status_code == 200, answer.text
+    tool_messages = [m for m in llm.requests[1].body["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_messages] == ["call_0", "call_1", "call_2", "call_3"]
+    refused = [m for m in tool_messages if "rate limited to 3 call(s) per 3600 s" in m["content"]]
+    assert len(refused) == 1  # whichever of the four came last to the limit
