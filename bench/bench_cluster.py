@@ -1,5 +1,6 @@
 """Cluster mode's throughput and its per-call cost: REST tools/call (``sum``, a=1, b=2) against one process without
-cluster mode, one process with it, and 1, 2 and 3 replicas behind nginx, in the same run.
+cluster mode, one process with it, and 1, 2 and 3 replicas behind nginx, in the same run; and what a 2025-11-25
+MCP session costs when nothing is sticky.
 
     python bench/bench_cluster.py [--concurrency 16] [--duration 2] [--rounds 3]
 
@@ -9,6 +10,9 @@ Rows (every gateway serves a copy of the shipped examples, reload off, log level
     cluster-solo  one process with ``cluster: {redis_url}`` (a real redis-server): REST calls touch no shared state,
                   so this row against ``single`` is cluster mode's per-call cost (target: >= 0.90 x single)
     nginx-1..3    1, 2, 3 replicas in cluster mode behind nginx (deploy/nginx/nginx.conf.template, round-robin)
+    mcp single    MCP 2025-11-25 tools/call (one session per connection) on ``single``
+    mcp nginx-3   the same through nginx to 3 replicas: two calls in three reach a replica that does not hold the
+                  session and are served from its record (a Redis GET and a transport of their own per call)
 
 The load generator is ``bench_serving.py``'s (raw HTTP/1.1 keep-alive connections, ``--concurrency`` of them,
 pinned to the second CPU). ``single`` and ``cluster-solo`` are pinned to the first CPU, as in the other benches.
@@ -34,7 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from bench_serving import EXAMPLES, Server, _free_port, _pin, measure
 from support import Nginx, RedisServer
 
-ROWS = ("single", "cluster-solo", "nginx-1", "nginx-2", "nginx-3")
+# row -> (the server it loads, bench_serving's scenario)
+ROWS = {"single": ("single", "rest"), "cluster-solo": ("cluster-solo", "rest"), "nginx-1": ("nginx-1", "rest"),
+        "nginx-2": ("nginx-2", "rest"), "nginx-3": ("nginx-3", "rest"), "mcp single": ("single", "mcp 2025"),
+        "mcp nginx-3": ("nginx-3", "mcp 2025")}
 
 
 def serve(port: int, definitions: Path, redis_url: str, pin: bool) -> None:
@@ -118,8 +125,8 @@ def main() -> None:
             servers[f"nginx-{n}"] = Front(nginx, replicas[:n])
         runs: dict[str, list[dict[str, float]]] = {row: [] for row in ROWS}
         for _ in range(args.rounds):  # interleaved, so that noise from the rest of the box hits every row alike
-            for row in ROWS:
-                runs[row].append(measure(servers[row], "rest", args.concurrency, args.duration))  # type: ignore[arg-type]
+            for row, (server, scenario) in ROWS.items():
+                runs[row].append(measure(servers[server], scenario, args.concurrency, args.duration))  # type: ignore[arg-type]
     finally:
         for nginx in fronts:
             nginx.stop()
@@ -131,13 +138,14 @@ def main() -> None:
     medians = {row: {key: statistics.median(r[key] for r in rs) for key in ("per_s", "per_cpu_s")}
                for row, rs in runs.items()}
     errors = {row: sum(r["errors"] for r in rs) for row, rs in runs.items()}
-    print(f"REST tools/call, concurrency {args.concurrency}, {args.duration:g} s x {args.rounds} rounds (medians)")
-    print(f"{'row':<14}{'calls/s':>10}{'x single':>10}{'calls/cpu-s':>13}{'x single':>10}{'errors':>8}")
-    base = medians["single"]
+    print(f"tools/call, concurrency {args.concurrency}, {args.duration:g} s x {args.rounds} rounds (medians)")
+    print("(x base: against 'single' for REST rows, 'mcp single' for MCP rows)")
+    print(f"{'row':<14}{'calls/s':>10}{'x base':>10}{'calls/cpu-s':>13}{'x base':>10}{'errors':>8}")
     for row, m in medians.items():
+        base = medians["mcp single" if row.startswith("mcp") else "single"]
         print(f"{row:<14}{m['per_s']:>10.0f}{m['per_s'] / base['per_s']:>10.2f}"
               f"{m['per_cpu_s']:>13.0f}{m['per_cpu_s'] / base['per_cpu_s']:>10.2f}{errors[row]:>8}")
-    cost = medians["cluster-solo"]["per_cpu_s"] / base["per_cpu_s"]
+    cost = medians["cluster-solo"]["per_cpu_s"] / medians["single"]["per_cpu_s"]
     print(f"cluster mode's per-call cost (calls per CPU-second, cluster-solo / single): {cost:.2f} "
           f"(target >= 0.90) {'ok' if cost >= 0.90 else 'MISSED'}")
 

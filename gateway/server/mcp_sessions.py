@@ -28,7 +28,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anyio
@@ -210,7 +210,7 @@ class SharedSessions:
                 finally:
                     self.connections.discard(connection)
 
-        with self._stream(session_id, transport if listening else None):
+        with self._stream(session_id, transport) if listening else contextlib.nullcontext():
             async with anyio.create_task_group() as group:
                 await group.start(run_server)
                 try:
@@ -220,11 +220,8 @@ class SharedSessions:
                         await transport.terminate()
 
     @contextlib.contextmanager
-    def _stream(self, session_id: str, transport: StreamableHTTPServerTransport | None) -> Any:
+    def _stream(self, session_id: str, transport: StreamableHTTPServerTransport) -> Iterator[None]:
         """Know a GET stream served here by its session, so a DELETE elsewhere ends it."""
-        if transport is None:
-            yield
-            return
         self.streams.setdefault(session_id, set()).add(transport)
         try:
             yield
