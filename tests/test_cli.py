@@ -87,7 +87,8 @@ def test_python_dash_m_runs_the_cli(module):
 BAD_SETTINGS = "definitons: x\n"
 VERBS = (("serve", str(EXAMPLES)), ("validate", str(EXAMPLES)), ("list", str(EXAMPLES)),
          ("call", "square_root", "{}"), ("export", str(EXAMPLES), "-f", "openai"), ("plugins",),
-         ("chat", "hello"), ("test", str(EXAMPLES)), ("status", "--cluster"))
+         ("chat", "hello"), ("test", str(EXAMPLES)), ("status", "--cluster"),
+         ("import", "openapi", "spec.yaml"))
 
 
 def test_every_global_option_is_tested_in_both_positions():

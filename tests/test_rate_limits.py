@@ -211,8 +211,6 @@ PETS = {"openapi": "3.0.3", "info": {"title": "Pets", "version": "1"}, "servers"
                                          "responses": {"200": {"description": "the pet"}}}}}}
 
 
-@pytest.mark.xfail(strict=True, reason="gateway/sources/select.py _definition does not pass rate_limit on yet "
-                                       "(asked of the lead: rate_limit=changes.get('rate_limit'))")
 def test_a_source_tool_takes_a_rate_limit(tmp_path):
     """`tools: {getPet: {rate_limit: ...}}` on an openapi source limits the generated tool like a written one."""
     root = tmp_path / "defs"

@@ -20,6 +20,7 @@ from starlette.routing import Mount, Route
 
 from .. import observe
 from ..address import served_host
+from ..bridge_cluster import bridging
 from ..cluster import replicating
 from ..logs import configure_logging
 from ..reload import reloading
@@ -49,7 +50,7 @@ def create_app(gateway_or_settings: Gateway | Settings, *, services: Sequence[Se
         try:
             async with mcp.run(), AsyncExitStack() as stack:
                 # The reloader always runs: it watches only when settings.reload, and takes SIGHUP.
-                for service in (reloading, replicating, *services):
+                for service in (reloading, replicating, bridging, *services):
                     await stack.enter_async_context(service(gateway))
                 yield
         finally:
