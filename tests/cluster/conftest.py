@@ -1,178 +1,23 @@
-"""A real cluster for the cluster tests: ``redis-server``, N ``tool-gateway serve`` processes and nginx
-(``deploy/nginx/nginx.conf.template``, round-robin) in front of them, plus a scripted LLM all replicas talk to.
+"""Fixtures of the cluster tests (the helpers are in ``cluster_support``).
 
 ``cluster`` is one 3-replica cluster shared by the session (starting one costs seconds); a test that breaks it
 (kills a replica, stops Redis) leaves the repair to the fixture, which brings every part back after the test.
-``start_cluster`` builds another one for tests that need other definitions or settings.
-
-Every response carries ``X-Gateway-Replica`` (the replica's registry id): ``Cluster.replica(response)`` reads
-it, which is how a test sees that nginx spread its requests.
+``cluster_support.start_cluster`` builds another one for tests that need other definitions or settings.
 """
 
 from __future__ import annotations
 
-import json
-import shutil
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterator
 
-import httpx
 import pytest
-import yaml
-from fake_llm import FakeLLM, Servers, openai_provider
+from cluster_support import ADMIN_KEY, API_KEY, Cluster, start_cluster
+from fake_llm import FakeLLM, Servers
 from starlette.applications import Starlette
 from starlette.routing import Route
-from support import EXAMPLES, GatewayProcess, Nginx, RedisServer
 
-from gateway.settings import hash_key
-
-API_KEY = "cluster-user-key"
-ADMIN_KEY = "cluster-admin-key"
-REPLICAS = 3
-HEARTBEAT_S = 0.5
-# Tools the cluster tests use besides the shipped examples: a call that lasts a while (in flight when a replica
-# is killed).
-CLUSTER_TOOLS = """\
-tools:
-  - id: pause
-    name: Pause
-    user_description: Waits, then says how long.
-    ai_description: Waits the given number of seconds.
-    binding:
-      python: cluster_tools:pause
-    annotations: {read_only: true, idempotent: true, open_world: false}
-"""
-CLUSTER_PYTHON = '''\
-import asyncio
-
-
-async def pause(seconds: float = 0.0) -> float:
-    """Wait ``seconds``, then return them."""
-    await asyncio.sleep(seconds)
-    return seconds
-'''
-
-
-@dataclass
-class Cluster:
-    """The parts of one running cluster; ``url`` is nginx's, the way in every client uses."""
-
-    directory: Path
-    definitions: Path
-    redis: RedisServer
-    replicas: list[GatewayProcess]
-    nginx: Nginx
-    llm: FakeLLM
-    ids: dict[int, str] = field(default_factory=dict)  # replica port -> its X-Gateway-Replica id
-
-    @property
-    def url(self) -> str:
-        return self.nginx.url
-
-    @staticmethod
-    def headers(admin: bool = False) -> dict[str, str]:
-        return {"Authorization": f"Bearer {ADMIN_KEY if admin else API_KEY}"}
-
-    @staticmethod
-    def replica(response: httpx.Response) -> str:
-        """Which replica answered ``response`` (its ``X-Gateway-Replica``)."""
-        return response.headers["x-gateway-replica"]
-
-    def replica_ids(self) -> dict[int, str]:
-        """Each running replica's id by port, asked of the replica directly (ids change when one restarts)."""
-        self.ids = {r.port: self.replica(httpx.get(f"{r.url}/healthz", timeout=5))
-                    for r in self.replicas if r.process is not None}
-        return self.ids
-
-    def edit_definitions(self, name: str, text: str) -> None:
-        (self.definitions / name).write_text(text, encoding="utf-8")
-
-    def wait_until(self, predicate: Callable[[], Any], timeout_s: float = 20, what: str = "the cluster") -> Any:
-        """``predicate()`` once truthy, polled; fails naming ``what`` after ``timeout_s`` (a bound, not a timing
-        assertion)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            value = predicate()
-            if value:
-                return value
-            assert time.monotonic() < deadline, f"{what}: not reached within {timeout_s} s"
-            time.sleep(0.1)
-
-    def same_version(self) -> bool:
-        """Whether every running replica serves one catalog version (X-Catalog-Version asked of each)."""
-        versions = {httpx.get(f"{r.url}/healthz", timeout=5).headers["x-catalog-version"]
-                    for r in self.replicas if r.process is not None}
-        return len(versions) == 1
-
-    def heal(self) -> None:
-        """Bring back whatever a test stopped: Redis, replicas, nginx."""
-        if self.redis.process is None:
-            self.redis.start()
-        stopped = [r for r in self.replicas if r.process is None]
-        for replica in stopped:
-            replica.spawn()
-        for replica in stopped:
-            replica.wait_ready()
-        if self.nginx.process is None:
-            self.nginx.start()
-        self.llm.reset()
-        self.replica_ids()
-        self.wait_until(self.same_version, what="every replica on one catalog version")
-
-    def stop(self) -> None:
-        self.nginx.stop()
-        for replica in self.replicas:
-            replica.stop()
-        self.redis.stop()
-
-    def logs(self) -> str:
-        return "\n".join(f"--- replica :{r.port}\n{r.log()[-4000:]}" for r in self.replicas)
-
-
-def cluster_settings(redis_url: str, llm: FakeLLM, **extra: Any) -> dict[str, Any]:
-    """The settings file every replica of a test cluster reads: cluster mode, an admin and a user key, the LLM."""
-    return {
-        "cluster": {"redis_url": redis_url, "heartbeat_s": HEARTBEAT_S},
-        "api_keys": [{"name": "admin", "sha256": hash_key(ADMIN_KEY), "admin": True},
-                     {"name": "user", "sha256": hash_key(API_KEY)}],
-        "providers": {"scripted": openai_provider(llm)},
-        **extra,
-    }
-
-
-def start_cluster(directory: Path, llm: FakeLLM, *, replicas: int = REPLICAS, definitions: Path | None = None,
-                  settings: dict[str, Any] | None = None, env: dict[str, str] | None = None) -> Cluster:
-    """Start Redis, ``replicas`` gateways (reload on, one definitions directory: a copy of ``definitions``, by
-    default the shipped examples plus the ``pause`` tool) and nginx in front; stopped by ``Cluster.stop``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    served = directory / "definitions"
-    shutil.copytree(definitions or EXAMPLES, served, ignore=shutil.ignore_patterns("__pycache__"))
-    if definitions is None:
-        (served / "cluster.yaml").write_text(CLUSTER_TOOLS)
-        (served / "python" / "cluster_tools.py").write_text(CLUSTER_PYTHON)
-    redis_server = RedisServer(directory)
-    redis_server.start()
-    settings_file = directory / "settings.yaml"
-    settings_file.write_text(yaml.safe_dump(cluster_settings(redis_server.url, llm, **(settings or {}))))
-    processes = [GatewayProcess(served, "--settings", str(settings_file), log=directory / f"replica-{n}.log",
-                                env={"FAKE_LLM_KEY": "sk-cluster", **(env or {})})
-                 for n in range(replicas)]
-    nginx = Nginx(directory / "nginx", [p.port for p in processes])
-    cluster = Cluster(directory, served, redis_server, processes, nginx, llm)
-    try:
-        for process in processes:
-            process.spawn()  # side by side: each takes seconds to import and build on a busy machine
-        for process in processes:
-            process.wait_ready()
-        nginx.start()
-        cluster.replica_ids()
-    except BaseException:
-        cluster.stop()
-        raise
-    return cluster
+# Names tests imported from here before cluster_support held them; a test module should import them from
+# cluster_support (another directory's conftest may be the module named ``conftest`` in a whole-suite run).
+__all__ = ["ADMIN_KEY", "API_KEY", "Cluster", "start_cluster"]
 
 
 @pytest.fixture(scope="session")
@@ -198,9 +43,3 @@ def cluster(_running_cluster: Cluster) -> Iterator[Cluster]:
     _running_cluster.heal()
     yield _running_cluster
     _running_cluster.heal()
-
-
-def rest_call(client: httpx.Client, tool: str, arguments: dict[str, Any], **kwargs: Any) -> httpx.Response:
-    """``POST /tools/{tool}/call`` through whatever ``client`` points at (nginx, or one replica)."""
-    return client.post(f"/tools/{tool}/call", content=json.dumps(arguments),
-                       headers={"Content-Type": "application/json"}, **kwargs)

@@ -3,28 +3,8 @@
 from __future__ import annotations
 
 import httpx
-from conftest import Cluster
+from cluster_support import Cluster, follow_up, handed_back
 from fake_llm import Reply
-
-FILL = {"type": "function", "function": {"name": "fill_field", "description": "Fills a field of the page.",
-                                         "parameters": {"type": "object", "properties": {"value": {"type": "string"}}}}}
-QUESTION = [{"role": "user", "content": "Put 2+3 into the total field"}]
-
-
-def handed_back(cluster: Cluster) -> tuple[httpx.Response, dict]:
-    """A first request (through nginx) whose round runs ``sum`` on the gateway and hands ``fill_field`` back."""
-    cluster.llm.answer(Reply(tool_calls=[("call_sum", "sum", {"a": 2, "b": 3}),
-                                         ("call_fill", "fill_field", {"value": "5"})]))
-    first = httpx.post(f"{cluster.url}/v1/chat/completions", headers=cluster.headers(), timeout=30,
-                       json={"messages": QUESTION, "tools": [FILL]})
-    assert first.status_code == 200, first.text
-    assert first.json()["choices"][0]["finish_reason"] == "tool_calls"
-    return first, first.json()["choices"][0]["message"]
-
-
-def follow_up(message: dict) -> dict:
-    return {"messages": [*QUESTION, message, {"role": "tool", "tool_call_id": "call_fill", "content": "filled"}],
-            "tools": [FILL]}
 
 
 def test_a_follow_up_on_another_replica_continues_with_the_whole_round(cluster: Cluster) -> None:

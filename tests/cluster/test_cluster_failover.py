@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 
 import httpx
-from conftest import Cluster
+from cluster_support import Cluster
 
 WORKERS = 6
 

@@ -7,15 +7,20 @@ from typing import Any
 
 import anyio
 import httpx
-import httpx2
-from conftest import CLUSTER_TOOLS, Cluster
+from cluster_support import (
+    CLUSTER_TOOLS,
+    SESSION_HEADERS,
+    Cluster,
+    Seen,
+    http_client,
+    open_session,
+    session_request,
+    until,
+)
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ToolListChangedNotification
 
-SESSION_HEADERS = {"mcp-protocol-version": "2025-11-25", "accept": "application/json, text/event-stream",
-                   "content-type": "application/json"}
-SUM_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sum", "arguments": {"a": 1, "b": 2}}}
 PAUSE_EDITED = """\
 tools:
   - id: pause
@@ -32,34 +37,6 @@ tools:
     binding:
       python: cluster_tools:pause
 """
-
-
-class Seen:
-    """What the client's HTTP traffic met: the replica of each response, by method, and the session ids sent."""
-
-    def __init__(self) -> None:
-        self.replicas: list[tuple[str, str]] = []
-        self.failures: list[int] = []
-        self.sessions: set[str] = set()
-
-    async def response(self, response: httpx2.Response) -> None:
-        request = response.request
-        self.replicas.append((request.method, response.headers.get("x-gateway-replica", "?")))
-        if response.status_code >= 400:
-            self.failures.append(response.status_code)
-        for headers in (request.headers, response.headers):
-            if "mcp-session-id" in headers:
-                self.sessions.add(headers["mcp-session-id"])
-
-
-def http_client(cluster: Cluster, seen: Seen) -> httpx2.AsyncClient:
-    return httpx2.AsyncClient(headers=cluster.headers(), timeout=30, event_hooks={"response": [seen.response]})
-
-
-async def until(predicate: Any, what: str, timeout_s: float = 30) -> None:
-    with anyio.fail_after(timeout_s):
-        while not predicate():
-            await anyio.sleep(0.1)
 
 
 async def test_one_session_is_served_by_every_replica_and_hears_list_changed(cluster: Cluster) -> None:
@@ -95,24 +72,6 @@ async def test_one_session_is_served_by_every_replica_and_hears_list_changed(clu
         finally:  # the session's cluster serves the next tests as it was
             cluster.edit_definitions("cluster.yaml", CLUSTER_TOOLS)
     assert len(seen.sessions) == 1 and not seen.failures
-
-
-async def open_session(cluster: Cluster) -> tuple[str, str]:
-    """A 2025-11-25 session opened through nginx and left open (no DELETE): its id and the replica holding it."""
-    seen = Seen()
-    async with http_client(cluster, seen) as http, \
-            streamable_http_client(f"{cluster.url}/mcp", http_client=http, terminate_on_close=False) as (
-                read, write), ClientSession(read, write) as session:
-        await session.initialize()
-    (session_id,) = seen.sessions
-    return session_id, seen.replicas[0][1]
-
-
-def session_request(cluster: Cluster, method: str, port: int, session_id: str) -> httpx.Response:
-    """One request of the session straight to the replica at ``port``: a tools/call (POST) or a DELETE."""
-    headers = {**cluster.headers(), **SESSION_HEADERS, "mcp-session-id": session_id}
-    return httpx.request(method, f"http://127.0.0.1:{port}/mcp", headers=headers, timeout=10,
-                         json=SUM_CALL if method == "POST" else None)
 
 
 def test_a_session_deleted_through_another_replica_is_gone_everywhere(cluster: Cluster) -> None:

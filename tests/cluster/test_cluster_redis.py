@@ -6,12 +6,19 @@ from __future__ import annotations
 import anyio
 import httpx
 import httpx2
-from conftest import Cluster, rest_call
+from cluster_support import (
+    Cluster,
+    Seen,
+    follow_up,
+    handed_back,
+    http_client,
+    open_session,
+    rest_call,
+    session_request,
+)
 from fake_llm import Reply
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from test_cluster_chat import follow_up, handed_back
-from test_cluster_mcp import Seen, http_client, open_session, session_request
 
 
 async def modern_calls(cluster: Cluster) -> None:

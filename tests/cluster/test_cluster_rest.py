@@ -4,7 +4,7 @@ every response (one process too)."""
 from __future__ import annotations
 
 import httpx
-from conftest import Cluster, rest_call
+from cluster_support import Cluster, rest_call
 from support import serving
 
 from gateway.server import create_app
