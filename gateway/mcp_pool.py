@@ -56,6 +56,7 @@ log = logging.getLogger("gateway.mcp_pool")
 RETRY_ON_CALL_S = 0.5  # a call to a down upstream tries to connect if no attempt was made for this long
 CLOSE_GRACE_S = 5.0  # an unused session is closed this long after its last holder let go
 PING_INTERVAL_S = 10.0  # how often a 2025-11-25 session (no change stream to lose) is checked
+CHANGE_INTERVAL_S = 2.0  # one upstream asks for a rebuild at most this often: a flood of list_changed is one
 
 
 class Connection:
@@ -76,6 +77,8 @@ class Connection:
         self._last_attempt = 0.0
         self._holders = 0
         self._owners: weakref.WeakSet[object] = weakref.WeakSet()
+        self._told = -CHANGE_INTERVAL_S  # loop time the pool was last told of a change
+        self._telling: asyncio.TimerHandle | None = None  # a change heard since then, told when the interval ends
 
     # -- calls (on the pool's loop) -------------------------------------------------------------------------
 
@@ -180,7 +183,7 @@ class Connection:
                 continue
             self.state = "down"
             if was_up:
-                self.pool.changed(self)  # its tools are served stale now: /status says so
+                self._changed()  # its tools are served stale now: /status says so
             failures = 1 if was_up else failures + 1
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
@@ -194,7 +197,7 @@ class Connection:
             attempt.set_result(client)
         log.info("%s connected (%s, %d tools)", self.config.label, client.protocol_version, len(tools))
         if self.listed is not None and fingerprint(tools) != self.listed:
-            self.pool.changed(self)  # it came back, or came back different, since the last build read it
+            self._changed()  # it came back, or came back different, since the last build read it
         async with anyio.create_task_group() as group:
             group.start_soon(self._listen, client, group.cancel_scope)
             await self._redo.wait()
@@ -208,7 +211,7 @@ class Connection:
         try:
             async with client.listen(tools_list_changed=True) as subscription:
                 async for _event in subscription:
-                    self.pool.changed(self)
+                    self._changed()
             self.error = "its change stream ended"
         except ListenNotSupportedError:
             self.error = await self._ping_until_gone(client)
@@ -225,12 +228,33 @@ class Connection:
             except Exception as exc:  # noqa: BLE001 — whatever it is, the session no longer answers
                 return f"it stopped answering: {reason(exc)}"
 
+    def _changed(self) -> None:
+        """Tell the pool its tools changed, at once or (told less than ``CHANGE_INTERVAL_S`` ago) once when the
+        interval ends: an upstream that says list_changed without pause costs a rebuild per interval, not a
+        rebuild storm, and its last change is still heard."""
+        loop = asyncio.get_running_loop()
+        if self._telling is not None:
+            return
+        wait = self._told + CHANGE_INTERVAL_S - loop.time()
+        if wait > 0:
+            self._telling = loop.call_later(wait, self._tell)
+        else:
+            self._tell()
+
+    def _tell(self) -> None:
+        self._telling = None
+        self._told = asyncio.get_running_loop().time()
+        self.pool.changed(self)
+
     async def _notified(self, message: Any) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):
-            self.pool.changed(self)
+            self._changed()
 
     async def aclose(self) -> None:
         self.state = "closed"
+        if self._telling is not None:
+            self._telling.cancel()
+            self._telling = None
         task, self._task = self._task, None
         if task is not None:
             task.cancel()

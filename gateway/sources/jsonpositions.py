@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ..yamlsource import YamlDocument
 
@@ -18,9 +17,10 @@ _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
 
-@dataclass(eq=False)
 class JsonDocument(YamlDocument):
     """A document read from JSON text: positions by walking the text (see the module)."""
+
+    __slots__ = ()
 
     def position(self, path: Sequence[str | int], *, key: bool = False) -> tuple[int, int]:
         offset = _offset(self.text, path)

@@ -109,13 +109,15 @@ class Operations:
             elif location == "header":
                 headers[original] = argument(key)
             else:
-                headers["Cookie"] = f"{original}={argument(key)}"  # one cookie parameter is the common case
+                headers["Cookie"] = f"{literal(original)}={argument(key)}"  # one cookie parameter is the common case
         missing = [p for p in _PATH_PARAMETER.findall(route) if p not in path_arguments]
         if missing:
             self._problem(where, f"{method.upper()} {route}: path parameter(s) {', '.join(missing)} are not declared "
                                  "in its parameters: the operation is left out", "warning")
             return None
-        url = base.rstrip("/") + _PATH_PARAMETER.sub(lambda m: argument(path_arguments[m.group(1)]), route)
+        pieces = _PATH_PARAMETER.split(route)  # literal text, a parameter's name, literal text, ...
+        url = literal(base.rstrip("/")) + "".join(argument(path_arguments[piece]) if index % 2 else literal(piece)
+                                                  for index, piece in enumerate(pieces))
         if not self._body(operation, where, properties, required, http):
             return None
         self._security(operation, where, query, headers)
@@ -240,7 +242,7 @@ class Operations:
                 if place == "query":
                     query[key] = value
                 elif place == "cookie":
-                    headers["Cookie"] = f"{key}={value}"
+                    headers["Cookie"] = f"{literal(key)}={value}"
                 else:
                     headers[key] = value
             elif kind == "http" and str(scheme.get("scheme", "")).lower() == "basic":
@@ -250,6 +252,13 @@ class Operations:
             else:
                 self._problem(("components", "securitySchemes", name),
                               f"security scheme '{name}' of type {kind!r} is not supported: calls go without it")
+
+
+def literal(text: str) -> str:
+    """A document's ``text`` as template text that renders as itself: with every ``{`` an expression, no ``{{``,
+    ``{%`` or ``{#`` in a path, a server URL or a name can start a template (a document is data, as arguments
+    are). In a URL's scheme, host or port that is a template, which the http binding refuses."""
+    return text.replace("{", '{{ "{" }}')
 
 
 def _expression(value: str) -> str:

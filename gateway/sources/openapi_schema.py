@@ -3,7 +3,9 @@
 - Local ``$ref``s (``#/components/...``) are inlined. A reference met again inside itself (a tree, a linked list)
   is expanded ``RECURSION_DEPTH`` levels deep, then stands as ``{"type": "object", "description": "recursive
   <Name>"}``: never infinite. Each operation's schema has a node budget (``MAX_NODES``): past it, references are
-  left unexpanded (``"<Name> (not expanded: ...)"``), so a document whose references fan out cannot blow up.
+  left unexpanded (``"<Name> (not expanded: ...)"``), so a document whose references fan out cannot blow up;
+  the whole document has a budget too (``MAX_DOCUMENT_NODES``), so a small document of many operations each
+  using such a schema cannot either (past it, a warning, and references stay unexpanded).
 - ``allOf``/``oneOf``/``anyOf``/``not`` and the rest of JSON Schema are kept as written.
 - OpenAPI 3.0 dialect → JSON Schema: ``nullable: true`` adds ``"null"`` to the type (or to the ``enum``; without a
   type it becomes ``anyOf [..., {"type": "null"}]``), boolean ``exclusiveMinimum``/``exclusiveMaximum`` take
@@ -19,6 +21,7 @@ from typing import Any
 
 RECURSION_DEPTH = 2
 MAX_NODES = 20_000
+MAX_DOCUMENT_NODES = 100_000  # GitHub's published document (1,223 operations) converts to ~7,000
 MAX_NESTING = 64  # schema objects nested without references (YAML's own depth limit is higher)
 _DROPPED = frozenset({"discriminator", "xml", "externalDocs", "nullable", "example"})
 _SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
@@ -38,9 +41,12 @@ class Converter:
         self.openapi_30 = openapi_30
         self.problems: list[tuple[Path, str, str]] = []  # (path, message, severity)
         self._nodes = 0
+        self._spent = 0  # nodes of the earlier calls of ``convert``
 
     def convert(self, schema: Any, path: Path) -> Any:
-        """``schema`` (found at ``path``) as JSON Schema; a fresh node budget for each call."""
+        """``schema`` (found at ``path``) as JSON Schema; a fresh node budget for each call, within the
+        document's."""
+        self._spent += self._nodes
         self._nodes = 0
         return self._convert(schema, path, (), 0)
 
@@ -123,6 +129,13 @@ class Converter:
             return {"type": kind, "description": f"recursive {name}"}
         if self._nodes > MAX_NODES:
             return {"description": f"{name} (not expanded: the schema is too large)"}
+        if self._spent + self._nodes > MAX_DOCUMENT_NODES:
+            if self._spent <= MAX_DOCUMENT_NODES:  # said once per document
+                self._spent = MAX_DOCUMENT_NODES + 1
+                self.problems.append(((*path, "$ref"), f"the document's schemas expand past {MAX_DOCUMENT_NODES} "
+                                                       "nodes: from here on references are left unexpanded",
+                                      "warning"))
+            return {"description": f"{name} (not expanded: the document's schemas are too large)"}
         resolved = self._convert(value, where, (*stack, ref), nesting + 1)
         # 3.1 allows keywords beside $ref (3.0 ignores them): a description overrides, anything else must hold too.
         siblings = {k: v for k, v in schema.items() if k != "$ref"} if not self.openapi_30 else {}

@@ -32,7 +32,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import import_module
 from typing import Any
 
@@ -89,7 +89,12 @@ def expand_sources(sources: Sequence[SourceDeclaration], env: SourceEnv) -> Sour
     digest = hashlib.sha256()
     for source in sources:
         expansion = _outcome(source, started[id(source)], env)
-        generated = _generate_once(source, expansion)
+        try:
+            generated = _generate_once(source, expansion)
+        except Exception as exc:  # noqa: BLE001 — a bug met on what one upstream offers fails that source, not the build
+            failed = source.problem([source.kind], f"generating its tools failed: {type(exc).__name__}: {exc}",
+                                    severity="warning" if _live(source) else "error")
+            generated = _Generated((), (failed,), "failed")
         tools += generated.tools
         problems += expansion.problems
         problems += generated.problems
@@ -176,7 +181,7 @@ def generate(source: SourceDeclaration, expansion: Expansion, previous: _Generat
                                      f"'{tool_id}': give one another id (add `tools: {{{upstream.name}: "
                                      f"{{id: ...}}}}`)")
         if problem is not None:
-            problems.append(problem)
+            problems.append(problem if "id" in changes else _passed_over(source, problem))
             continue
         by_id[tool_id] = upstream.name
         hide_problems, hidden_arguments = _hidden(source, upstream, _mapping(hidden.get(upstream.name)))
@@ -188,7 +193,7 @@ def generate(source: SourceDeclaration, expansion: Expansion, previous: _Generat
             continue
         tool = _definition(source, upstream, tool_id, changes, hidden_arguments)
         tool_problems = checks.check_tool(tool)
-        problems += tool_problems
+        problems += tool_problems if changes else [_passed_over(source, p) for p in tool_problems]
         if not tool_problems and not hide_problems:
             tools.append(tool)
             origins.append((upstream, tool))
@@ -196,6 +201,19 @@ def generate(source: SourceDeclaration, expansion: Expansion, previous: _Generat
                 t.annotations] for t in expansion.tools]
     digest = hashlib.sha256(json.dumps([_key(source), content], sort_keys=True, default=str).encode()).hexdigest()
     return _Generated(tuple(tools), tuple(problems), digest, tuple(origins))
+
+
+def _passed_over(source: SourceDeclaration, problem: Problem) -> Problem:
+    """A problem with what a live upstream (an MCP server, an OpenAPI URL) offers, not with what the admin wrote:
+    a warning and the tool is not served. As an error it would let the upstream stop every reload of every file."""
+    if not _live(source):
+        return problem  # a document in the definitions directory is the admin's: its mistakes stop the build
+    return replace(problem, severity="warning", message=f"{problem.message}; the tool is not served")
+
+
+def _live(source: SourceDeclaration) -> bool:
+    """Whether what the source offers comes from someone other than the admin, read at build time."""
+    return source.kind == "mcp" or "url" in source.settings
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -298,8 +316,8 @@ def _definition(source: SourceDeclaration, upstream: UpstreamTool, tool_id: str,
                 hidden_arguments: Mapping[str, Any]) -> ToolDefinition:
     raw = source.raw
     title = upstream.title or upstream.name
-    description = upstream.description or upstream.summary or title
-    summary = upstream.summary or description.strip().splitlines()[0]
+    description = upstream.description.strip() or upstream.summary.strip() or title  # blank says nothing
+    summary = upstream.summary.strip() or next(iter(description.splitlines()), title)
     scope = changes.get("scope")
     return ToolDefinition(
         id=tool_id,
@@ -313,6 +331,7 @@ def _definition(source: SourceDeclaration, upstream: UpstreamTool, tool_id: str,
         tags=tuple(changes.get("tags", raw.get("tags", ()))),
         toolsets=tuple(changes.get("toolsets", raw.get("toolsets", ()))),
         timeout_s=changes.get("timeout_s", raw.get("timeout_s")),
+        rate_limit=changes.get("rate_limit"),
         annotations={**upstream.annotations, **_mapping(changes.get("annotations"))},
         offer=changes.get("offer"),
         hidden_arguments=hidden_arguments,

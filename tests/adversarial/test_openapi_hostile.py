@@ -1,0 +1,154 @@
+"""Hostile OpenAPI documents: whatever a document says (Jinja in its paths, server URLs or parameter names,
+references that fan out, point off the document or at other files, ids 10,000 characters long), the gateway
+builds in bounded time, fetches nothing, renders none of it as a template, and reports problems in words."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from sources.openapi_apis import Recorder
+from support import serving
+
+from gateway.catalog import build_catalog
+from gateway.definitions import load_definitions
+from gateway.errors import DefinitionsInvalid
+from gateway.runtime import Gateway
+from gateway.server import create_app
+from gateway.settings import Settings
+
+SECRET = "leak-me-7f3a9c"
+
+
+@pytest.fixture
+def recorder() -> Iterator[tuple[Recorder, str]]:
+    recorder = Recorder()
+    with serving(recorder.app()) as server:
+        yield recorder, server.url
+
+
+def document(server: str, paths: dict, schemas: dict | None = None) -> dict:
+    return {"openapi": "3.1.0", "info": {"title": "hostile", "version": "1"}, "servers": [{"url": server}],
+            "paths": paths, "components": {"schemas": schemas or {}}}
+
+
+def operation(operation_id: str, **extra) -> dict:
+    return {"operationId": operation_id, "responses": {"200": {"description": "ok"}}, **extra}
+
+
+def definitions(tmp_path: Path, doc: dict, source: str = "") -> Path:
+    root = tmp_path / "defs"
+    root.mkdir()
+    (root / "api.json").write_text(json.dumps(doc))
+    (root / "api.yaml").write_text("sources:\n  - id: hostile\n    openapi: {spec: api.json}\n" + source)
+    return root
+
+
+def test_jinja_in_paths_and_parameter_names_is_sent_as_written_never_rendered(tmp_path, recorder, monkeypatch):
+    """`{{ ... }}` in a document's path, and a cookie parameter named with one, reach the upstream as those
+    characters: a document is data, never a template (no secret, no 49)."""
+    monkeypatch.setenv("LEAKME", SECRET)
+    seen, url = recorder
+    cookie = {"name": "{{ secrets.LEAKME }}", "in": "cookie", "schema": {"type": "string"}}
+    doc = document(url, {
+        "/a/{{ 7*7 }}/{id}": {"get": operation("undeclared")},  # `{ 7*7 }` reads as an undeclared parameter
+        "/a/{{ secrets.LEAKME }}/{id}": {"get": operation("templated", parameters=[
+            {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}},
+            {"name": " secrets.LEAKME ", "in": "path", "required": True, "schema": {"type": "string"}}, cookie])},
+        "/b{{id}": {"get": operation("braces", parameters=[
+            {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}])},
+    })
+    gateway = Gateway(Settings(definitions=definitions(tmp_path, doc), reload=False))
+    with serving(create_app(gateway)) as served:
+        assert "undeclared" not in gateway.catalog.tools
+        for tool, arguments in (("templated", {"id": "x", " secrets.LEAKME ": "7*7", "{{ secrets.LEAKME }}": "c"}),
+                                ("braces", {"id": "y"})):
+            response = httpx.post(f"{served.url}/tools/{tool}/call", json=arguments, timeout=30)
+            assert response.status_code == 200, response.text
+    sent = json.dumps(seen.requests)
+    assert len(seen.requests) == 2, sent
+    assert SECRET not in sent and "49" not in sent, sent
+    assert "7*7" in seen.requests[0]["path"] and seen.requests[0]["path"].endswith("/x"), sent
+
+
+def test_jinja_in_the_server_url_is_never_rendered(tmp_path, recorder, monkeypatch):
+    """A server URL holding `{{ ... }}` is never a template: the secret it names is not read, nothing is sent
+    with it, and the tool is served or refused with a problem."""
+    monkeypatch.setenv("LEAKME", SECRET)
+    seen, url = recorder
+    doc = document(url + "/{{ secrets.LEAKME }}", {"/x": {"get": operation("x")}})
+    try:
+        gateway = Gateway(Settings(definitions=definitions(tmp_path, doc), reload=False))
+    except DefinitionsInvalid:
+        return  # refused: nothing can be sent
+    with serving(create_app(gateway)) as served:
+        httpx.post(f"{served.url}/tools/x/call", json={}, timeout=30)
+    assert SECRET not in json.dumps(seen.requests)
+
+
+def test_references_fanning_out_over_many_operations_build_in_bounded_time(tmp_path):
+    """Thirty schemas each referencing the next twice, used by 300 operations of a 60 KB document: every
+    operation is served (within the default wait for sources), with a warning that the document's schemas were
+    cut short."""
+    schemas = {f"d{i}": {"type": "object", "properties": {"l": {"$ref": f"#/components/schemas/d{i + 1}"},
+                                                         "r": {"$ref": f"#/components/schemas/d{i + 1}"}}}
+               for i in range(30)}
+    schemas["d30"] = {"type": "string"}
+    body = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/d0"}}}}
+    doc = document("http://127.0.0.1:9", {f"/p{i}": {"post": operation(f"op{i}", requestBody=body)}
+                                          for i in range(300)}, schemas)
+    root = definitions(tmp_path, doc)
+    catalog = build_catalog(load_definitions(root), Settings(definitions=root))
+    assert len(catalog.tools) == 300, [str(w) for w in catalog.warnings]
+    assert any("expand past" in w.message for w in catalog.warnings)
+
+
+def test_remote_and_file_references_are_problems_and_never_fetched(tmp_path, recorder):
+    """A $ref to a URL (a live server here) or to a file outside the document is a problem where it is written;
+    the server is never asked for it."""
+    seen, url = recorder
+    (tmp_path / "secret.json").write_text('{"x": {"type": "string"}}')
+    doc = document("http://127.0.0.1:9", {"/x": {"post": operation("x", requestBody={"content": {
+        "application/json": {"schema": {"type": "object", "properties": {
+            "remote": {"$ref": f"{url}/schema.json#/x"},
+            "file": {"$ref": "../../secret.json#/x"}}}}}})}})
+    root = definitions(tmp_path, doc)
+    with pytest.raises(DefinitionsInvalid) as caught:
+        build_catalog(load_definitions(root), Settings(definitions=root))
+    messages = " ".join(p.message for p in caught.value.problems)
+    assert "schema.json" in messages and "secret.json" in messages and "outside the document" in messages
+    assert seen.requests == []
+
+
+def test_an_operation_id_of_10000_characters_is_a_problem_with_a_short_fix(tmp_path):
+    """A 10,000-character operationId is a problem whose suggested id is valid and short, never a crash."""
+    doc = document("http://127.0.0.1:9", {"/x": {"get": operation("o" * 10_000)}, "/y": {"get": operation("y")}})
+    root = definitions(tmp_path, doc)
+    with pytest.raises(DefinitionsInvalid) as caught:
+        build_catalog(load_definitions(root), Settings(definitions=root))
+    [problem] = caught.value.problems
+    assert "is 10000 characters long" in problem.message
+    suggested = problem.message.rsplit("{id: ", 1)[1].split("}")[0]
+    assert len(suggested) <= 64 and suggested.startswith("ooo"), suggested
+
+
+def test_a_parameter_named_like_a_body_property_keeps_both(tmp_path, recorder):
+    """A query parameter and a body property of the same name are two arguments: each goes where it belongs."""
+    seen, url = recorder
+    body = {"required": True, "content": {"application/json": {"schema": {
+        "type": "object", "properties": {"id": {"type": "string"}, "body": {"type": "string"}}}}}}
+    doc = document(url, {"/x": {"post": operation("x", requestBody=body, parameters=[
+        {"name": "id", "in": "query", "schema": {"type": "string"}},
+        {"name": "body", "in": "query", "schema": {"type": "string"}}])}})
+    gateway = Gateway(Settings(definitions=definitions(tmp_path, doc), reload=False))
+    schema = gateway.catalog.tools["x"].definition.input_schema
+    assert set(schema["properties"]) == {"id", "body", "request_body"}, schema  # the body is not flattened
+    with serving(create_app(gateway)) as served:
+        arguments = {"id": "q-id", "body": "q-body", "request_body": {"id": "b-id", "body": "b-body"}}
+        response = httpx.post(f"{served.url}/tools/x/call", json=arguments, timeout=30)
+        assert response.status_code == 200 and not response.json()["is_error"], response.text
+    assert seen.requests[-1]["query"] == [["id", "q-id"], ["body", "q-body"]], seen.requests
+    assert seen.requests[-1]["json"] == {"id": "b-id", "body": "b-body"}, seen.requests
