@@ -14,6 +14,8 @@ the SDK would answer 404. So:
   changes (every replica reloads from the same definitions).
 - DELETE anywhere deletes the record and tells every replica (publish on ``mcp-session-closed``), so the holder
   closes its session and any replica holding a GET stream for it ends that stream.
+- The store lost its records (Redis restarted without persistence): the holder notices when its subscription to
+  that channel breaks and, once the store answers again, stores the records of the sessions it still holds.
 - No record: the SDK answers as it always does (404, "Session not found"). The shared state unreachable: HTTP 503
   with a JSON-RPC error naming it — only for requests that needed a record; sessions held here keep working.
 
@@ -65,6 +67,7 @@ class SharedSessions:
         self.manager = manager
         self.connections = connections  # McpSurface's: connections to tell when the tools change
         self.renewed: dict[str, float] = {}  # session id -> when its record was last renewed from here
+        self.opened: dict[str, bytes] = {}  # session id -> its record, for sessions opened here (to store again)
         self.streams: dict[str, set[StreamableHTTPServerTransport]] = {}  # GET streams served here from records
         self.tasks: set[asyncio.Task[None]] = set()
 
@@ -122,8 +125,12 @@ class SharedSessions:
         record = {"version": requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION,
                   "client_info": opening.get("clientInfo"), "capabilities": opening.get("capabilities"),
                   "owner": owner}
+        value = json.dumps(record).encode()
+        if len(self.opened) % 1024 == 1023:  # now and then, not on every initialize
+            self._forget_ended()
+        self.opened[session_id] = value
         try:
-            await self.state.put(RECORD + session_id, json.dumps(record).encode(), SESSION_TTL_S)
+            await self.state.put(RECORD + session_id, value, SESSION_TTL_S)
         except StateUnavailable as exc:
             # The session works on this replica; elsewhere its requests fail (503, then 404 once the store is back
             # without the record) until the client opens a new one.
@@ -151,6 +158,7 @@ class SharedSessions:
         async def send_after_closing(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] < 400:
                 self.renewed.pop(session_id, None)
+                self.opened.pop(session_id, None)
                 try:
                     await self.state.delete(RECORD + session_id)
                     await self.state.publish(CLOSED, session_id.encode())
@@ -234,15 +242,35 @@ class SharedSessions:
     # -- sessions closed elsewhere -------------------------------------------------------------------------
 
     async def listen(self) -> None:
-        """For the surface's lifetime: end what this replica holds of a session a client deleted elsewhere."""
+        """For the surface's lifetime: end what this replica holds of a session a client deleted elsewhere; after
+        losing the store, store again the records of the sessions held here."""
+        lost = False
         while True:
             try:
                 async with self.state.subscribe(CLOSED) as closed:
+                    if lost:
+                        await self._store_again()
+                        lost = False
                     async for message in closed:
                         await self._close_here(message.decode(errors="replace"))
             except StateUnavailable as exc:
                 log.debug("not hearing of closed MCP sessions: %s", exc)
+                lost = True
                 await asyncio.sleep(RETRY_LISTEN_S)
+
+    async def _store_again(self) -> None:
+        """The records of the sessions held here, stored again: the store may have come back empty. (A session
+        deleted meanwhile elsewhere comes back until it idles out here: its DELETE reached no replica then.)"""
+        self._forget_ended()
+        for session_id, value in list(self.opened.items()):
+            await self.state.put(RECORD + session_id, value, SESSION_TTL_S)
+        if self.opened:
+            log.info("stored the records of %d MCP session(s) held here again", len(self.opened))
+
+    def _forget_ended(self) -> None:
+        """Drop the records kept of sessions that ended here (idle timeout, DELETE): the SDK no longer holds them."""
+        held = self.manager._server_instances
+        self.opened = {k: v for k, v in self.opened.items() if k in held}
 
     async def _close_here(self, session_id: str) -> None:
         held = self.manager._server_instances.get(session_id)  # the SDK's table (no public lookup in mcp 2.3)

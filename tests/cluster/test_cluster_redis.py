@@ -46,7 +46,8 @@ def test_redis_down_fails_only_what_needs_it_and_recovery_is_automatic(cluster: 
     """With Redis stopped: REST calls and 2026-07-28 MCP calls through nginx succeed, a 2025-11-25 session keeps
     working on the replica that holds it, while on another replica it is a 503 JSON-RPC error naming the shared
     state, as is a chat follow-up (OpenAI's error shape); /healthz stays ok and /status says degraded. Once Redis
-    is started again, /status is ok, and a new session and a chat turn work across replicas again."""
+    is started again (empty), /status is ok, the session opened before is served by every replica again, and a new
+    session and a chat turn work across replicas."""
     session_id, holder = anyio.run(open_session, cluster)
     ports = {replica: port for port, replica in cluster.ids.items()}
     other = next(port for replica, port in ports.items() if replica != holder)
@@ -87,6 +88,10 @@ def test_redis_down_fails_only_what_needs_it_and_recovery_is_automatic(cluster: 
         return all(a["status"] == "ok" and len(a["cluster"]["replicas"]) == 3 for a in answers)
 
     cluster.wait_until(all_well, what="every replica ok again, all three registered")
+    # Redis came back empty (no persistence): the holder stores its sessions' records again, so the session
+    # opened before the outage is served by every replica once more.
+    cluster.wait_until(lambda: session_request(cluster, "POST", other, session_id).status_code == 200, 10,
+                       "the session served by another replica again")
     anyio.run(session_over_every_replica, cluster)
     cluster.llm.reset()
     first, message = handed_back(cluster)
