@@ -1,12 +1,14 @@
-"""Parsed definitions files kept on disk, so that a restart with 10,000 unchanged tools skips their YAML parsing.
+"""Definitions files that parsed and checked cleanly, kept on disk, so that a restart with 10,000 unchanged tools
+neither parses nor checks them again.
 
-What is kept is the plain data a file parsed to (JSON), never code or objects: checks still run on it and Python
-modules are still imported by the build, so a restart serves what a cold start would. Each entry is named by the
-SHA-256 of the file's text and lives in a directory named by a key of everything else that shapes a parse:
-the gateway's release and a digest of its code and schemas (an upgrade or an edited checkout never reads an
-older entry), and the YAML limits. An entry holds the SHA-256 of its own payload: a corrupted or truncated
-entry is a miss (the file is parsed again and the entry rewritten), never data served. Only files that parsed
-without a problem and whose data survives a JSON round trip unchanged (string keys, no NaN) are kept.
+What is kept is the plain data a file parsed to (JSON), never code or objects: the catalog is still built from
+it (Python modules imported, schemas compiled), so a restart serves what a cold start would. The parse and the
+checks are a function of the file's text, the YAML limits and the gateway's code alone: an entry is named by a
+digest of the text and the limits, in a directory named by the gateway's release and a digest of its code and
+schema files (an upgrade or an edited checkout never reads an older entry). An entry holds the SHA-256 of its
+own payload: a corrupted or truncated entry is a miss (the file is parsed and checked again and the entry
+rewritten), never data served. Only files without any problem (not even a warning) whose data survives a JSON
+round trip unchanged (string keys, no NaN) are kept.
 
 Where: ``<state dir>/build/<key>/`` (``gateway.sources.cache.state_dir``: ``$TOOL_GATEWAY_STATE_DIR``, else
 ``$XDG_CACHE_HOME/tool-gateway``, else ``~/.cache/tool-gateway``). Safe to delete at any time; directories of

@@ -32,7 +32,7 @@ from .schemas import definitions_validator
 from .settings import Settings
 from .tool_definition import Scope, SourceDeclaration, ToolDefinition
 from .yamlbudget import YamlLimits
-from .yamlsource import ParsedStore, YamlDocument, parse_yaml
+from .yamlsource import ParsedStore, YamlDocument, kept_document, parse_yaml
 
 YAML_SUFFIXES = (".yaml", ".yml")
 DEFAULT_LIMITS = YamlLimits.from_settings(Settings())
@@ -103,12 +103,20 @@ class Definitions:
 
 def parse_definitions(file: str, text: str, limits: YamlLimits = DEFAULT_LIMITS,
                       store: ParsedStore | None = None) -> FileDefinitions:
-    """Parse and check one definitions file on its own (its parse kept in ``store``, ``gateway.buildcache_disk``)."""
+    """Parse and check one definitions file on its own.
+
+    A file that parsed and checked without a problem is kept in ``store`` (``gateway.buildcache_disk``): the same
+    text under the same limits (and gateway code) is then neither parsed nor checked again.
+    """
     digest = hashlib.sha256(text.encode()).hexdigest()
-    document, problems = parse_yaml(file, text, limits, store)
+    document = kept_document(file, text, limits, store) if store is not None else None
+    trusted = document is not None
+    problems: list[Problem] = []
+    if document is None:
+        document, problems = parse_yaml(file, text, limits)
     if document is None:
         return FileDefinitions(file, digest, (), tuple(problems))
-    shape_problems, misshapen = checks.check_document(document)
+    shape_problems, misshapen = ([], set()) if trusted else checks.check_document(document)
     problems += shape_problems
     tools: list[ToolDefinition] = []
     broken: set[int] = set(misshapen)
@@ -117,7 +125,7 @@ def parse_definitions(file: str, text: str, limits: YamlLimits = DEFAULT_LIMITS,
         if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not isinstance(raw.get("binding"), dict):
             continue  # already reported by the schema check; nothing usable to build
         tool = _definition(raw, document, index)
-        if index not in misshapen:  # semantic checks on a misshapen tool would only add noise
+        if index not in misshapen and not trusted:  # a misshapen tool's semantic checks would only add noise
             tool_problems = checks.check_tool(tool)
             problems += tool_problems
             broken.update([index] if tool_problems else [])
@@ -129,6 +137,8 @@ def parse_definitions(file: str, text: str, limits: YamlLimits = DEFAULT_LIMITS,
         if isinstance(raw, dict) and isinstance(raw.get("tool"), str)  # else the schema check reported it
     )
     sources = _sources(document, problems)
+    if store is not None and not trusted and not problems:
+        store.put(text, limits, document.data)
     problems.sort(key=lambda p: (p.line, p.column))
     return FileDefinitions(file, digest, tuple(tools), tuple(problems), frozenset(broken), overrides, sources)
 

@@ -144,27 +144,24 @@ def _child(node: yaml.Node | None, step: str | int) -> tuple[yaml.Node | None, y
 
 
 class ParsedStore(Protocol):
-    """Where parsed texts are kept between runs (``gateway.buildcache_disk.ParsedFiles``)."""
+    """Where the data of files that parsed and checked cleanly is kept between runs
+    (``gateway.buildcache_disk.ParsedFiles``)."""
 
     def get(self, text: str, limits: YamlLimits) -> Any: ...  # the data, or a sentinel that is no JSON value
 
     def put(self, text: str, limits: YamlLimits, data: Any) -> None: ...
 
 
-def parse_yaml(file: str, text: str, limits: YamlLimits,
-               store: ParsedStore | None = None) -> tuple[YamlDocument | None, list[Problem]]:
-    """Parse one YAML text; return the document (None when it does not parse or goes over a limit) and its problems.
+def kept_document(file: str, text: str, limits: YamlLimits, store: ParsedStore) -> YamlDocument | None:
+    """The document of ``text`` from ``store`` when it was kept under the same limits, without parsing."""
+    kept = store.get(text, limits)
+    if kept is None or isinstance(kept, (dict, list, str, int, float, bool)):
+        return YamlDocument(file, text, kept)
+    return None
 
-    With a ``store``, a text parsed cleanly before under the same limits is not parsed again.
-    """
-    if store is not None:
-        kept = store.get(text, limits)
-        if isinstance(kept, (dict, list, str, int, float, bool)) or kept is None:
-            return YamlDocument(file, text, kept), []
-        document, problems = parse_yaml(file, text, limits)
-        if document is not None and not problems:
-            store.put(text, limits, document.data)
-        return document, problems
+
+def parse_yaml(file: str, text: str, limits: YamlLimits) -> tuple[YamlDocument | None, list[Problem]]:
+    """Parse one YAML text; return the document (None when it does not parse or goes over a limit) and its problems."""
     if len(text) > limits.max_file_bytes:  # characters: each is a byte or more
         return None, [Problem(file, 1, 1, f"text of {len(text):,} characters is more than max_file_bytes "
                                           f"({limits.max_file_bytes:,})")]

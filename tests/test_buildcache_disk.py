@@ -36,7 +36,7 @@ def definitions(tmp_path: Path) -> Path:
 
 
 def test_a_restart_reads_the_kept_parse_instead_of_the_yaml(definitions, tmp_path, monkeypatch):
-    """A second load with a fresh process-level cache takes the file's data from disk, not from the YAML parser."""
+    """A second load with a fresh process-level cache takes the file's data from disk: no YAML parse, no checks."""
     store = ParsedFiles(tmp_path / "cache")
     assert _load(definitions, store) == ["first"]
     assert len(_entries(store)) == 1
@@ -45,6 +45,8 @@ def test_a_restart_reads_the_kept_parse_instead_of_the_yaml(definitions, tmp_pat
         raise AssertionError("parsed again")
 
     monkeypatch.setattr("gateway.yamlsource._Loader", no_parse)
+    monkeypatch.setattr("gateway.checks.check_document", no_parse)
+    monkeypatch.setattr("gateway.checks.check_tool", no_parse)
     assert _load(definitions, ParsedFiles(tmp_path / "cache")) == ["first"]
 
 
@@ -81,13 +83,17 @@ def test_a_corrupted_entry_is_parsed_again_and_rewritten(definitions, tmp_path):
 
 
 def test_files_with_problems_or_non_json_data_are_not_kept(tmp_path):
-    """A file with a duplicate key, or data JSON would change (a number as key, NaN), is parsed every time."""
+    """A file with a duplicate key, a schema or semantic problem, or data JSON would change (a number as key, NaN)
+    is parsed and checked every time, with the same problems."""
     root = tmp_path / "defs"
     root.mkdir()
+    (root / "scope.yaml").write_text(TOOL.format(id="c") + "    scope: nowhere\n", encoding="utf-8")
+    (root / "schema.yaml").write_text(TOOL.format(id="d") + "    input_schema: {type: objekt}\n", encoding="utf-8")
     (root / "dup.yaml").write_text(TOOL.format(id="a") + "tools: []\n", encoding="utf-8")
     (root / "nan.yaml").write_text(TOOL.format(id="b") + "x_nan: .nan\n1: one\n", encoding="utf-8")
     store = ParsedFiles(tmp_path / "cache")
     first = load_definitions(root, DefinitionsCache(store)).problems
+    assert {p.file for p in first} == {"dup.yaml", "nan.yaml", "scope.yaml", "schema.yaml"}
     assert _entries(store) == []
     again = load_definitions(root, DefinitionsCache(ParsedFiles(tmp_path / "cache"))).problems
     assert [(p.file, p.line, p.message) for p in again] == [(p.file, p.line, p.message) for p in first]
