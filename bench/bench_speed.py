@@ -1,0 +1,269 @@
+"""Issue 16's figures, each against a baseline measured in the same run, with the ratio printed.
+
+    python bench/bench_speed.py [cold restart listing reload calls ...] [--tools 10000] [--reload-sizes 10000]
+
+    cold      load + build of N tools (10 per file) in a fresh process, against PyYAML's bare C parse of the same
+              files in a fresh process; wall and CPU seconds (CPU is immune to the other load on a shared box),
+              and memory: the process's peak RSS added by load + build, per tool
+    restart   `serve` start -> /healthz ok, three times in a row on one state directory: the first start fills
+              the build cache, the others are warm restarts; baseline: the interpreter importing the server
+    listing   p50 of GET /tools (each ?format=) and of MCP tools/list (2026-07-28, stateless) on the restarted
+              server with N tools; baseline: GET /healthz on the same server
+    reload    one file of 10 tools rewritten among each size, write -> served (bench_reload.py), against the
+              watcher's own notice of a write (watchfiles, the reloader's step and debounce, no build)
+    calls     wrk, 16 connections, best of 2 x 5 s (--duration, --rounds): REST tools/sum/call and MCP tools/call
+              on both revisions against a bare Starlette endpoint that reads JSON, adds, answers JSON
+              (servers from bench_serving.py, each pinned to CPU 0; wrk on CPU 1)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_serving import ARGUMENTS, LEGACY, MODERN, Server, _free_port  # noqa: E402
+from generate import generate  # noqa: E402
+
+PROBE = r'''
+import json, resource, sys, time
+from pathlib import Path
+root, stage = Path(sys.argv[1]), sys.argv[2]
+import yaml
+from gateway.catalog import build_catalog
+from gateway.definitions import load_definitions
+from gateway.settings import Settings
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+wall, cpu = time.perf_counter(), time.process_time()
+if stage == "yaml":
+    for path in sorted(root.glob("*.yaml")):
+        yaml.load(path.read_bytes(), Loader=yaml.CSafeLoader)
+else:
+    catalog = build_catalog(load_definitions(root), Settings(definitions=root))
+    assert len(catalog.tools) == int(sys.argv[3])
+print(json.dumps({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
+                  "added_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before}))
+'''
+
+
+def _probe(root: Path, stage: str, count: int) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", PROBE, str(root), stage, str(count)], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def cold(root: Path, count: int, runs: int = 2) -> None:
+    samples: dict[str, list[dict[str, float]]] = {"yaml": [], "build": []}
+    for _ in range(runs):  # interleaved: noise hits both alike
+        for stage in samples:
+            samples[stage].append(_probe(root, stage, count))
+    med = {stage: {k: statistics.median(s[k] for s in rows) for k in rows[0]} for stage, rows in samples.items()}
+    base, ours = med["yaml"], med["build"]
+    print(f"cold start, {count:,} tools in {count // 10:,} files, median of {runs} fresh processes")
+    print(f"  bare PyYAML C parse    wall {base['wall']:6.2f} s  CPU {base['cpu']:6.2f} s")
+    print(f"  load + build_catalog   wall {ours['wall']:6.2f} s  CPU {ours['cpu']:6.2f} s   "
+          f"ratio wall {ours['wall'] / base['wall']:.2f}x, CPU {ours['cpu'] / base['cpu']:.2f}x  (target <= 2x)")
+    print(f"  memory: peak RSS +{ours['added_kib'] / 1024:.0f} MiB = {ours['added_kib'] / count:.2f} KiB per tool "
+          f"(target <= 4 KiB; the bare parse adds {base['added_kib'] / 1024:.0f} MiB and keeps nothing)")
+
+
+def _serve(root: Path, state: Path, port: int) -> subprocess.Popen:
+    environ = os.environ | {"TOOL_GATEWAY_STATE_DIR": str(state), "TOOL_GATEWAY_LOG_LEVEL": "warning"}
+    return subprocess.Popen([sys.executable, "-m", "gateway", "serve", str(root), "--port", str(port), "--no-reload"],
+                            env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _until_healthy(port: int, process: subprocess.Popen, started: float) -> float:
+    while True:
+        if process.poll() is not None:
+            raise SystemExit(f"server exited with {process.returncode}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200:
+                return time.perf_counter() - started
+        except httpx.TransportError:
+            pass
+        time.sleep(0.01)
+
+
+def restart(root: Path, count: int, state: Path, then: list | None = None) -> None:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import gateway.server.app, gateway.cli"], check=True)
+    floor = time.perf_counter() - started
+    times = []
+    for attempt in range(3):
+        port = _free_port()
+        started = time.perf_counter()
+        process = _serve(root, state, port)
+        try:
+            times.append(_until_healthy(port, process, started))
+            listed = httpx.get(f"http://127.0.0.1:{port}/tools", timeout=60).json()["tools"]
+            assert len(listed) == count, len(listed)
+            if then and attempt == 2:
+                for step in then:
+                    step(port)
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    print(f"serve start -> /healthz ok with {count:,} tools (full catalog checked)")
+    print(f"  baseline: interpreter + importing the server  {floor:6.2f} s")
+    print(f"  first start (fills the build cache)           {times[0]:6.2f} s")
+    print(f"  warm restarts                                 {times[1]:6.2f} s, {times[2]:6.2f} s   "
+          f"= {min(times[1:]) / floor:.2f}x the import floor (target < 1 s)")
+
+
+def _p50(send, rounds: int = 30) -> float:
+    send()  # the first answer computes what is memoised
+    samples = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        send()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples) * 1000
+
+
+def listing(port: int) -> None:
+    from gateway.formats import FORMATS
+
+    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
+    rows = [("GET /healthz (baseline)", lambda: client.get("/healthz").raise_for_status())]
+    rows.append(("GET /tools", lambda: client.get("/tools").raise_for_status()))
+    for fmt in FORMATS:
+        rows.append((f"GET /tools?format={fmt}", lambda fmt=fmt: client.get("/tools", params={"format": fmt})
+                     .raise_for_status()))
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
+                                 "io.modelcontextprotocol/clientCapabilities": {}}}}
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": MODERN,
+               "Mcp-Method": "tools/list"}
+    rows.append(("MCP tools/list (2026-07-28)",
+                 lambda: client.post("/mcp", json=body, headers=headers).raise_for_status()))
+    print("listing p50 of 30 sequential requests (target < 20 ms)")
+    for name, send in rows:
+        print(f"  {name:<34} {_p50(send):8.1f} ms")
+    client.close()
+
+
+def reload(sizes: list[int], tmp: Path, edits: int = 5) -> None:
+    import bench_reload
+
+    floor_dir = tmp / "floor"
+    floor_dir.mkdir()
+    floor = asyncio.run(bench_reload.watch_floor_ms(floor_dir, edits))
+    print(f"reload: one file of 10 tools rewritten, median of {edits} edits; baseline: the watcher's own notice "
+          f"{floor:.0f} ms")
+    for count in sizes:
+        root = generate(tmp / f"reload{count}", count)
+        row = bench_reload.measure_server(root, edits)
+        target = 100 if count <= 10_000 else 300
+        print(f"  {count:>7,} tools: write -> served {row['served_ms']:6.0f} ms (min {row['served_min_ms']:.0f}), "
+              f"rebuild {row['rebuild_ms']:.0f} ms, {row['served_ms'] / floor:.1f}x the notice (target < {target} ms)")
+
+
+WRK_SCRIPT = """
+wrk.method = "POST"
+wrk.body = {body}
+wrk.headers["Content-Type"] = "application/json"
+{headers}
+"""
+
+
+def _wrk(port: int, path: str, body: dict, headers: dict[str, str], duration: float, rounds: int,
+         tmp: Path) -> float:
+    script = tmp / "wrk.lua"
+    lines = "\n".join(f"wrk.headers[{json.dumps(k)}] = {json.dumps(v)}" for k, v in headers.items())
+    script.write_text(WRK_SCRIPT.format(body=json.dumps(json.dumps(body)), headers=lines))
+    best = 0.0
+    cpus = sorted(os.sched_getaffinity(0))
+    pin = ["taskset", "-c", str(cpus[-1])] if len(cpus) > 1 and shutil.which("taskset") else []
+    for _ in range(rounds):
+        out = subprocess.run([*pin, "wrk", "-t1", "-c16", f"-d{duration:g}s", "-s", str(script),
+                              f"http://127.0.0.1:{port}{path}"], check=True, capture_output=True, text=True).stdout
+        if "Non-2xx" in out:
+            raise SystemExit(f"errors from {path}: {out}")
+        best = max(best, float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)))
+    return best
+
+
+def _session(port: int) -> str:
+    accept = {"Accept": "application/json, text/event-stream"}
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}
+    answer = httpx.post(f"http://127.0.0.1:{port}/mcp", json=init, headers=accept)
+    session = answer.headers["mcp-session-id"]
+    httpx.post(f"http://127.0.0.1:{port}/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+               headers=accept | {"Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY})
+    return session
+
+
+def calls(duration: float, rounds: int, tmp: Path) -> None:
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk is not installed (apt-get install -y wrk)")
+    servers = {kind: Server(kind) for kind in ("bare", "gateway")}
+    try:
+        bare, gateway = servers["bare"].port, servers["gateway"].port
+        accept = {"Accept": "application/json, text/event-stream"}
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sum", "arguments": ARGUMENTS}}
+        modern = {**call, "params": {**call["params"], "_meta": {
+            "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}}}
+        rows = {
+            "bare Starlette /sum": lambda: _wrk(bare, "/sum", ARGUMENTS, {}, duration, rounds, tmp),
+            "REST /tools/sum/call": lambda: _wrk(gateway, "/tools/sum/call", ARGUMENTS, {}, duration, rounds, tmp),
+            "MCP tools/call 2025-11-25": lambda: _wrk(gateway, "/mcp", call, accept | {
+                "Mcp-Session-Id": _session(gateway), "MCP-Protocol-Version": LEGACY}, duration, rounds, tmp),
+            "MCP tools/call 2026-07-28": lambda: _wrk(gateway, "/mcp", modern, accept | {
+                "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "sum"},
+                duration, rounds, tmp),
+        }
+        results = {}
+        for name, run in rows.items():
+            results[name] = run()
+            print(f"  {name:<28} {results[name]:8.0f} req/s", flush=True)
+    finally:
+        for server in servers.values():
+            server.process.kill()  # open MCP streams would hold a graceful stop for its whole grace period
+            server.process.wait(timeout=10)
+    base = results["bare Starlette /sum"]
+    print(f"tools/call with wrk, 16 connections, best of {rounds} x {duration:g} s")
+    for name, per_s in results.items():
+        target = "" if name.startswith("bare") else (" (target >= 0.6x)" if name.startswith("REST")
+                                                     else " (target >= 0.5x)")
+        print(f"  {name:<28} {per_s:8.0f} req/s  {per_s / base:5.2f}x bare{target}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("what", nargs="*", default=["cold", "restart", "listing", "reload", "calls"])
+    parser.add_argument("--tools", type=int, default=10_000)
+    parser.add_argument("--reload-sizes", default="10000", help="comma-separated, e.g. 10000,100000")
+    parser.add_argument("--duration", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        if {"cold", "restart", "listing"} & set(args.what):
+            root = generate(tmp / "defs", args.tools)
+        if "cold" in args.what:
+            cold(root, args.tools)
+        if "restart" in args.what or "listing" in args.what:
+            then = [listing] if "listing" in args.what else []
+            restart(root, args.tools, tmp / "state", then)
+        if "reload" in args.what:
+            reload([int(n) for n in args.reload_sizes.split(",")], tmp)
+        if "calls" in args.what:
+            calls(args.duration, args.rounds, tmp)
+
+
+if __name__ == "__main__":
+    main()
