@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..events import Activity, CallActivity, Observer
-from ..secrets import known_values, redact
+from ..secrets import MIN_REDACTED_LENGTH, forms, known_values, redact
 
 if TYPE_CHECKING:
     from ..runtime import Gateway
@@ -48,14 +48,29 @@ class CallRecord:
         """The summary with the arguments, result and error, every secret the gateway has read redacted."""
         secrets = known_values()
 
-        def shown(text: str | None) -> str | None:
-            return redact(text, secrets) if text and secrets else text
+        def shown(text: str | None, cut: bool = False) -> str | None:
+            if not text or not secrets:
+                return text
+            text = redact(text, secrets)
+            return without_cut_secret(text, secrets) if cut else text
 
         return self.summary | {
-            "arguments": shown(self.arguments), "arguments_truncated": self.arguments_truncated,
-            "arguments_hidden": self.arguments is None, "result": shown(self.result),
-            "result_truncated": self.result_truncated, "error": shown(self.error),
+            "arguments": shown(self.arguments, self.arguments_truncated),
+            "arguments_truncated": self.arguments_truncated, "arguments_hidden": self.arguments is None,
+            "result": shown(self.result, self.result_truncated), "result_truncated": self.result_truncated,
+            "error": shown(self.error, self.error is not None and len(self.error) >= TEXT_CAP),
         }
+
+
+def without_cut_secret(text: str, secrets: dict[str, str]) -> str:
+    """``text`` (cut at the cap) without the start of a secret the cut left at its end: ``redact`` finds whole
+    spellings only, and the first 15 of 16 characters are no less a leak."""
+    for name, value in secrets.items():
+        for form in forms(value):
+            for length in range(min(len(form) - 1, len(text)), MIN_REDACTED_LENGTH - 1, -1):
+                if text.endswith(form[:length]):
+                    return f"{text[:-length]}[secret {name}]"
+    return text
 
 
 def record_of(call: CallActivity) -> CallRecord:

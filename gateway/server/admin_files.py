@@ -25,6 +25,7 @@ import os
 import stat
 import tempfile
 import threading
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,8 @@ from ..paths import real_inside
 from ..settings import Settings
 
 MAX_PATH_CHARS = 1024
+# NAME_MAX is 255 bytes on Linux's file systems; a save's temporary file adds '.' and '.<8 chars>.tmp' to the name.
+MAX_NAME_BYTES = 255 - 14
 
 
 class NotFound(GatewayError):
@@ -95,8 +98,15 @@ class DefinitionsFiles:
         if "\\" in relative or "\0" in relative or relative.startswith("/"):
             raise BadRequest(f"Definitions file path {relative!r}: give it relative to the definitions directory, "
                              "with '/' between names.")
-        if any(part in ("", ".", "..") or part.startswith(".") for part in relative.split("/")):
+        parts = relative.split("/")
+        if any(part in ("", ".", "..") or part.startswith(".") for part in parts):
             raise BadRequest(f"Definitions file path {relative!r}: no empty, '.', '..' or hidden (dot) names.")
+        if any(len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES for part in parts):
+            raise BadRequest(f"Definitions file path {relative[:80]!r}...: a name in it is longer than "
+                             f"{MAX_NAME_BYTES} bytes, more than the file system takes.")
+        if any(unicodedata.category(char).startswith("C") for char in relative):
+            raise BadRequest(f"Definitions file path {relative!r}: no control or invisible format characters "
+                             "(a right-to-left override shows another name than the one saved).")
         if not relative.endswith(YAML_SUFFIXES):
             raise BadRequest(f"Definitions file path {relative!r}: a definitions file ends in .yaml or .yml.")
         base = os.path.realpath(self.root)
