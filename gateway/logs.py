@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,9 @@ def configure_logging(settings: Settings) -> None:
     # (the logging HOWTO's "Optimization"), which makes a line (the call log's, once per call) ~30% cheaper.
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     logging._srcfile = None
+    # The MCP SDK says "Terminating session" at INFO for every request a replica serves from a session record
+    # (gateway.server.mcp_sessions): noise at that rate.
+    logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
 
 
 class CallIds(logging.Filter):
@@ -63,8 +67,17 @@ class TextFormatter(logging.Formatter):
         self._in_call = logging.PercentStyle(TEXT_IN_CALL)
 
     def formatMessage(self, record: logging.LogRecord) -> str:
+        # A message holds what callers send (a user name, a tool's text): a line break or terminal escape in it
+        # would forge a line or reach the reader's terminal, so control characters are written escaped. A
+        # traceback, appended after this, keeps its lines.
+        if _CONTROL.search(record.message):
+            record.message = _CONTROL.sub(lambda found: found.group().encode("unicode_escape").decode(),
+                                          record.message)
         style = self._in_call if getattr(record, "call_id", None) else self._style
         return style.format(record)
+
+
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")  # C0 but tab, DEL, C1, line separators
 
 
 class JsonFormatter(logging.Formatter):

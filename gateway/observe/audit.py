@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import logging.handlers
+import os
 import queue
 import sys
 import threading
@@ -138,49 +138,64 @@ def _dumps(entry: Mapping[str, Any], known: Mapping[str, str]) -> str:
 
 class Sink:
     """Where lines go, a batch at a time: standard output for ``-``, else a file rotated by size when backups are
-    kept (``RotatingFileHandler`` renames the files; sizes are counted here, not asked of the file per line)."""
+    kept. The file is the sink's own, not a ``logging`` handler: ``logging.config.dictConfig`` (uvicorn's, an
+    embedding application's) closes every handler the logging module knows, and the trail must outlive that.
+    Sizes are counted in bytes here, not asked of the file per line."""
 
     def __init__(self, target: str, max_bytes: int, backups: int):
         self.name = "standard output" if target == "-" else target
-        self.rotating: logging.handlers.RotatingFileHandler | None = None
+        self.target = target
+        self.backups = backups
         self.max_bytes = max_bytes if backups > 0 and target != "-" else 0
+        self.file: Any = None
         self.size = 0
         if target == "-":
             return
         try:
-            self.rotating = logging.handlers.RotatingFileHandler(target, maxBytes=self.max_bytes,
-                                                                 backupCount=backups, encoding="utf-8")
+            self.file = open(target, "ab")  # noqa: SIM115 — held open for the trail's life, closed by close()
         except OSError as exc:
             raise SettingsInvalid(f"setting 'audit_log': cannot open {target!r}: {exc.strerror}") from None
-        self.size = self.rotating.stream.tell()  # appended to: what an earlier run wrote counts
-
-    @property
-    def stream(self) -> Any:
-        return sys.stdout if self.rotating is None else self.rotating.stream
+        self.size = self.file.tell()  # appended to: what an earlier run wrote counts
 
     def write(self, lines: list[str]) -> None:
-        chunk: list[str] = []
+        chunk: list[bytes] = []
         for text in lines:
-            size = len(text) + 1
-            # As RotatingFileHandler does, a file is rotated before the line that would take it to max_bytes; a
+            data = text.encode() + b"\n"
+            # A file is rotated before the line that would take it to max_bytes (as RotatingFileHandler does); a
             # line longer than that gets a file of its own, never an empty file before it.
-            if self.max_bytes and self.size and self.size + size >= self.max_bytes:
+            if self.max_bytes and self.size and self.size + len(data) >= self.max_bytes:
                 self._put(chunk)
                 chunk = []
-                self.rotating.doRollover()  # type: ignore[union-attr]  # max_bytes is 0 for standard output
-                self.size = 0
-            chunk.append(text)
-            self.size += size
+                self._rotate()
+            chunk.append(data)
+            self.size += len(data)
         self._put(chunk)
 
-    def _put(self, chunk: list[str]) -> None:
-        if chunk:
-            self.stream.write("\n".join(chunk) + "\n")
-            self.stream.flush()
+    def _put(self, chunk: list[bytes]) -> None:
+        if not chunk:
+            return
+        if self.file is None:
+            sys.stdout.buffer.write(b"".join(chunk))
+            sys.stdout.flush()
+        else:
+            self.file.write(b"".join(chunk))
+            self.file.flush()
+
+    def _rotate(self) -> None:
+        """``<file>`` becomes ``<file>.1``, ``.1`` becomes ``.2`` … up to ``audit_backups``; a fresh file follows."""
+        self.file.close()
+        for index in range(self.backups - 1, 0, -1):
+            older = f"{self.target}.{index}"
+            if os.path.exists(older):
+                os.replace(older, f"{self.target}.{index + 1}")
+        os.replace(self.target, f"{self.target}.1")
+        self.file = open(self.target, "ab")  # noqa: SIM115 — as in __init__
+        self.size = 0
 
     def close(self) -> None:
-        if self.rotating is not None:
-            self.rotating.close()
+        if self.file is not None:
+            self.file.close()
+            self.file = None
 
 
 def line(item: CallActivity | Event) -> dict[str, Any]:

@@ -100,9 +100,6 @@ def test_audit_lines_stay_one_line_whatever_the_arguments_hold(definitions, tmp_
     assert "\x1b" not in text and "\r" not in text
 
 
-@pytest.mark.xfail(strict=True, reason="gateway/observe/audit.py _Sink keeps its file in a logging "
-                                       "RotatingFileHandler: logging.config.dictConfig (uvicorn's default log "
-                                       "config) closes every handler, and each batch then fails to write")
 def test_the_audit_trail_outlives_a_logging_reconfiguration(definitions, tmp_path):
     """Served by uvicorn with its own logging configuration (which closes every logging handler of the
     process), the audit trail still gets its line for a call."""
@@ -113,8 +110,6 @@ def test_the_audit_trail_outlives_a_logging_reconfiguration(definitions, tmp_pat
     assert '"event": "call"' in trail.read_text().replace('"event":"call"', '"event": "call"')
 
 
-@pytest.mark.xfail(strict=True, reason="gateway/logs.py TextFormatter writes caller text (a chat body's user) raw: "
-                                       "a newline forges a line, an ANSI escape reaches the terminal")
 def test_a_text_call_log_line_cannot_be_forged_by_a_user_name(definitions, monkeypatch):
     """A chat body's user holding a newline, a carriage return and an ANSI escape: the text call log is still
     one line per call, with those characters escaped."""

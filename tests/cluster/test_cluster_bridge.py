@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 import anyio
 import httpx
 import httpx2
-from conftest import API_KEY, Cluster
+from cluster_support import API_KEY, Cluster
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from playwright.async_api import Page, async_playwright

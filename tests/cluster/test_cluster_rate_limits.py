@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from conftest import ADMIN_KEY, API_KEY, Cluster, start_cluster
+from cluster_support import ADMIN_KEY, API_KEY, Cluster, start_cluster
 from fake_llm import FakeLLM
 from support import EXAMPLES
 

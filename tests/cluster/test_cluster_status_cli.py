@@ -3,7 +3,7 @@ exit 1 with the reason while Redis is stopped."""
 
 from __future__ import annotations
 
-from conftest import ADMIN_KEY, Cluster
+from cluster_support import ADMIN_KEY, Cluster
 
 from gateway.cli import main
 
