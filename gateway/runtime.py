@@ -121,7 +121,7 @@ class Gateway:
         """Load and build from disk, in a build thread, with the caches that build was handed."""
         loaded, built = getattr(self._handed, "caches", self._caches)
         env = BuildEnv(settings=self.settings, root=self.settings.definitions, http_client=self.http_client,
-                       bridge=self, events=self.events, state=self.state)
+                       bridge=self, events=self.events, state=self.state, mcp_pool=self.mcp_pool)
         definitions, plugins = load_all(self.settings, loaded)
         return build_catalog(definitions, self.settings, env, built, plugins)
 

@@ -46,6 +46,8 @@ class BuildEnv:
     bridge: Any = None
     # The running gateway's event stream: calls made through the catalog and upstream requests are told to it.
     events: EventBus = NULL_BUS
+    # The running gateway's pooled upstream MCP sessions (gateway.mcp_pool.McpPool); None: one-shot sessions.
+    mcp_pool: Any = None
     # What replicas share (gateway.state): the running gateway's; a catalog built without one counts its rate
     # limits in memory of its own.
     state: SharedState = field(default_factory=MemoryState)

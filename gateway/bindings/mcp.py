@@ -15,6 +15,7 @@ answers, are error results naming it. Secrets of the connection are redacted fro
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +30,9 @@ from ..mcp_config import UpstreamConfig, parse_config
 from ..tool_definition import ToolDefinition
 from . import BindingProblems, Bound, BuildEnv
 
+_UNREADABLE = "Failed to parse JSON response"  # the SDK's client's words for an answer it could not read
+_INVALID = re.compile(r"Invalid JSON: ([^\[\n]+)")
+
 
 def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
     spec = definition.binding["mcp"]
@@ -36,7 +40,7 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
     name = spec["tool"]
     structured = definition.output_schema is not None
     secret_names = config.secret_names()
-    pool = getattr(env.bridge, "mcp_pool", None)  # the running gateway's (env.bridge is the Gateway)
+    pool = env.mcp_pool
     connection = pool.connection(config) if pool is not None else None
 
     async def execute(arguments: dict[str, Any], context: CallContext) -> Any:
@@ -52,7 +56,7 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
         except UpstreamUnavailable as exc:
             raise ToolError(secret_store.redact(f"Tool '{definition.id}': {exc}", hidden)) from None
         except MCPError as exc:
-            message = f"Tool '{definition.id}': {config.label} answered with an error: {exc.error.message}"
+            message = f"Tool '{definition.id}': {config.label} {_failure(exc)}"
             raise ToolError(secret_store.redact(message, hidden)) from None
         return secret_store.redact_value(answer(result, structured, definition.id), hidden)
 
@@ -92,6 +96,15 @@ def content_text(block: Any) -> str:
         return f"[resource {resource.uri}: {resource.mime_type or 'binary'}, {len(resource.blob) * 3 // 4} bytes, " \
                "not shown]"
     return json.dumps(block.model_dump(mode="json", by_alias=True, exclude_none=True), ensure_ascii=False)
+
+
+def _failure(exc: MCPError) -> str:
+    """What the upstream did, in words: a JSON-RPC error it answered, or an answer the client could not read
+    (the SDK reports that as a PARSE_ERROR of its own, with the validator's report: its first line says why)."""
+    if exc.error.code != mcp_types.PARSE_ERROR or not exc.error.message.startswith(_UNREADABLE):
+        return f"answered with an error: {exc.error.message}"
+    why = _INVALID.search(exc.error.message)
+    return f"sent an answer that could not be read ({why[1].strip() if why else 'not valid JSON-RPC'})"
 
 
 def _secret_values(names: frozenset[str]) -> dict[str, str]:
