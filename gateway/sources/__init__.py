@@ -91,7 +91,7 @@ def combine(local: Definitions, loaded: Sequence[PluginDefinitions] = (), genera
         if earlier is tool:
             tools[tool.id] = (tool, None)
         else:
-            problems.append(_taken(tool, earlier))
+            problems.append(_taken(tool, earlier, live=tool.source in generated.live))
     declared = set(first_of)
     for override in local.overrides:
         if override.tool not in declared:
@@ -115,14 +115,17 @@ def combine(local: Definitions, loaded: Sequence[PluginDefinitions] = (), genera
     return Combined(tuple(tools.values()), tuple(problems), digest.hexdigest())
 
 
-def _taken(tool: ToolDefinition, earlier: ToolDefinition) -> Problem:
-    """A generated tool whose id another tool has: a problem at its source, saying how to rename it."""
+def _taken(tool: ToolDefinition, earlier: ToolDefinition, *, live: bool) -> Problem:
+    """A generated tool whose id another tool has: a problem at its source, saying how to rename it. From a live
+    upstream (``live``) a warning, and the tool is left out: an upstream that starts listing a name already taken
+    must not stop every reload (as ``select._passed_over``)."""
     line, column = earlier.document.position([*earlier.path, "id"]) if earlier.document else (1, 1)
     where = f"{earlier.file}:{line}:{column}"
     by = f"source '{earlier.source}' ({where})" if earlier.source else where
     return Problem(*_position(tool), f"source '{tool.source}': tool id '{tool.id}' is already declared by {by}: "
                                      f"rename this one (add `tools: {{{tool.upstream}: {{id: ...}}}}` to the source) "
-                                     "or give the source a `prefix`")
+                                     "or give the source a `prefix`" + ("; the tool is not served" if live else ""),
+                   "warning" if live else "error")
 
 
 def _position(tool: ToolDefinition) -> tuple[str, int, int]:

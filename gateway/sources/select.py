@@ -59,6 +59,7 @@ class SourceTools:
     problems: tuple[Problem, ...]
     status: tuple[Mapping[str, Any], ...]
     digest: str  # of every generated definition and each source's freshness: part of the catalog's version
+    live: frozenset[str] = frozenset()  # ids of the sources whose tools someone other than the admin lists
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,7 +103,8 @@ def expand_sources(sources: Sequence[SourceDeclaration], env: SourceEnv) -> Sour
         # Freshness is part of the version: a source turning stale (or fresh again) is a new catalog, seen on /status.
         digest.update(f"{source.id}\0{generated.digest}\0{expansion.status.get('stale')}\0"
                       f"{expansion.status.get('error')}\0".encode())
-    return SourceTools(tuple(tools), tuple(problems), tuple(status), digest.hexdigest())
+    return SourceTools(tuple(tools), tuple(problems), tuple(status), digest.hexdigest(),
+                       frozenset(source.id for source in sources if _live(source)))
 
 
 def _key(source: SourceDeclaration) -> str:

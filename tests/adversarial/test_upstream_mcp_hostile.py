@@ -4,6 +4,8 @@ bounded and answers with a result, an error result or a problem naming the upstr
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 from gateway import mcp_pool
-from sources.mcp_upstreams import Upstream, gateway_serving, sources_yaml, upstream
+from sources.mcp_upstreams import SERVERS, Upstream, alive, gateway_serving, sources_yaml, until, upstream
+
+
+STDIO_HOSTILE = SERVERS / "stdio_hostile.py"
 
 
 @pytest.fixture(autouse=True)
@@ -54,6 +59,7 @@ def test_structured_content_nested_10000_deep_is_an_error_result_naming_the_upst
         assert response.status_code == 200, response.text[:300]
         body = response.json()
         assert body["is_error"] is True and "MCP server 'evil'" in body["error"], body
+        assert "could not be read (recursion limit exceeded" in body["error"], body  # not pydantic's report
         assert call(served.url, "ok").json()["result"] == "fine"
 
 
@@ -107,3 +113,34 @@ def test_a_flood_of_list_changed_is_not_a_rebuild_storm(tmp_path):
             time.sleep(0.1)
         intervals = (time.monotonic() - began) / mcp_pool.CHANGE_INTERVAL_S
         assert len(rebuilds) <= intervals + 2, (len(rebuilds), intervals)  # without the limit: hundreds
+
+
+def test_a_stdio_server_writing_garbage_and_refusing_to_exit_is_served_then_stopped(tmp_path):
+    """A stdio upstream that writes garbage to stdout between messages is still served; one that ignores SIGTERM
+    and the end of its input is killed when the gateway stops (no orphan)."""
+    root = tmp_path / "defs"
+    root.mkdir()
+    (root / "local.yaml").write_text(sources_yaml(
+        f"  - id: stubborn\n    mcp: {{command: '{sys.executable}', args: ['{STDIO_HOSTILE}', '--stubborn'], "
+        "connect_timeout_s: 30}\n"))
+    with gateway_serving(root) as served:
+        answer = call(served.url, "whoami").json()
+        assert not answer["is_error"], answer
+        pid = json.loads(answer["text"])["pid"]
+        assert call(served.url, "whoami").json()["text"] == answer["text"]
+    until(lambda: not alive(pid), "the stubborn stdio upstream to be stopped", timeout=30)
+
+
+def test_an_upstream_tool_named_like_a_written_one_is_left_out_with_a_warning(tmp_path):
+    """An upstream listing a tool whose name a hand-written tool has: the written tool is served, the upstream's
+    is a warning naming the source (it stopped the build: an upstream could block every reload)."""
+    with upstream("hostile_http.py", "one") as running:
+        root = definitions(tmp_path, running.url)
+        (root / "python").mkdir()
+        (root / "python" / "mine.py").write_text("def run() -> str:\n    return 'mine'\n")
+        (root / "mine.yaml").write_text("tools:\n  - id: ok\n    name: Mine\n    user_description: Mine.\n"
+                                        "    ai_description: Mine.\n    binding: {python: 'mine:run'}\n")
+        with gateway_serving(root) as served:
+            assert call(served.url, "ok").json()["result"] == "mine"
+            [warning] = served.gateway.last_reload.warnings
+            assert "source 'evil': tool id 'ok' is already declared by mine.yaml" in warning.message
