@@ -43,7 +43,7 @@ NO_ARGUMENTS: Mapping[str, Any] = {"type": "object", "properties": {}, "addition
 SOURCES_WAIT_S = 10.0
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class Tool:
     definition: ToolDefinition
     input_schema: Mapping[str, Any]

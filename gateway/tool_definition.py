@@ -31,7 +31,7 @@ class Scope(str, Enum):
         return self is not Scope.SERVER
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class ToolDefinition:
     id: str
     name: str
