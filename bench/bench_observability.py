@@ -11,6 +11,7 @@ Rows (one gateway process each, all serving the shipped examples; every call is 
     traced        the same, plus tracing: on with OTEL_TRACES_EXPORTER=none (spans made, sampled, ended, dropped)
     exported      the same, plus spans exported over OTLP/HTTP (batched) to a receiver on 127.0.0.1 that decodes
                   every request and counts its spans (printed, to show nothing was lost)
+    sampled       exported, with one trace in ten kept (OTEL_TRACES_SAMPLER=parentbased_traceidratio, ARG 0.1)
 
 The servers, the load generator and its measures (calls/s and calls per server CPU-second) are
 ``bench_serving.py``'s: each server pinned to CPU 0, the load on CPU 1, rows interleaved over ``--rounds``
@@ -35,10 +36,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_serving import EXAMPLES, Server, _free_port, _pin, measure
 
-ROWS = ("off", "observed", "traced", "exported")
+ROWS = ("off", "observed", "traced", "exported", "sampled")
 # (row, baseline, target): the issue's targets, and what tracing alone costs over the other consumers.
-RATIOS = (("observed", "off", 0.95), ("traced", "off", 0.85), ("exported", "off", 0.85),
-          ("traced", "observed", None), ("exported", "observed", None))
+RATIOS = (("observed", "off", 0.95), ("traced", "off", 0.85), ("exported", "off", 0.85), ("sampled", "off", 0.85),
+          ("traced", "observed", None), ("exported", "observed", None), ("sampled", "observed", None))
 
 
 def serve(row: str, port: int, scratch: Path) -> None:
@@ -136,6 +137,8 @@ def main() -> None:
     clean = {name: value for name, value in os.environ.items() if not name.startswith("OTEL_")}
     envs = {"off": clean, "observed": clean, "traced": {**clean, "OTEL_TRACES_EXPORTER": "none"},
             "exported": {**clean, "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}}
+    envs["sampled"] = {**envs["exported"], "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+                       "OTEL_TRACES_SAMPLER_ARG": "0.1"}
     servers = {row: Gateway(row, scratch, envs[row]) for row in ROWS}
     runs: dict[str, list[dict[str, float]]] = {row: [] for row in ROWS}
     try:
@@ -163,8 +166,9 @@ def main() -> None:
         wall = median(row, "per_s") / median(baseline, "per_s")
         cpu = median(row, "per_cpu_s") / median(baseline, "per_cpu_s")
         print(f"{row + ' / ' + baseline:<20} {wall:>7.2f}x {cpu:>11.2f}x  {f'>= {target:g}x' if target else ''}")
-    calls = sum(run["calls"] for run in runs["exported"])
-    print(f"\nspans the receiver decoded: {receiver.spans} (calls to the exported row: {calls})")
+    calls = {row: sum(run["calls"] for run in runs[row]) for row in ("exported", "sampled")}
+    print(f"\nspans the receiver decoded: {receiver.spans} (calls to the exported row: {calls['exported']}, "
+          f"to the sampled row: {calls['sampled']}, of which about a tenth are traced)")
 
 
 if __name__ == "__main__":

@@ -124,7 +124,8 @@ class Tracer(Observer):
         if begun is None:
             return
         span, token, end = begun
-        end(span, activity)
+        if span.is_recording():  # a span the sampler left out records nothing: skip gathering what it would
+            end(span, activity)
         span.end()
         if token is not None:
             otel_context.detach(token)

@@ -50,7 +50,8 @@ TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_ID = "00f067aa0ba902b7"
 TRACEPARENT = f"00-{TRACE_ID}-{PARENT_ID}-01"
 OTEL_VARIABLES = ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-                  "OTEL_SDK_DISABLED", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES")
+                  "OTEL_SDK_DISABLED", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_SAMPLER",
+                  "OTEL_TRACES_SAMPLER_ARG")
 
 
 @pytest.fixture(autouse=True)
@@ -213,6 +214,21 @@ def answer(response: httpx.Response, stream: bool) -> str:
     chunks = [json.loads(line[6:]) for line in response.text.splitlines()
               if line.startswith("data: {")]
     return "".join(choice["delta"].get("content") or "" for chunk in chunks for choice in chunk["choices"])
+
+
+def test_a_call_the_sampler_leaves_out_records_nothing_and_still_passes_the_trace_on(definitions, upstream,
+                                                                                     monkeypatch):
+    """With OTEL_TRACES_SAMPLER=always_off calls answer as usual, no span is exported, and the upstream still
+    receives a traceparent (flagged not sampled), so the services after the gateway follow the decision."""
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_off")
+    upstream.seen.clear()
+    with traced(definitions) as served:
+        assert httpx.post(f"{served.url}/tools/add/call", json={"a": 1, "b": 2}).json()["result"] == 3
+        assert httpx.post(f"{served.url}/tools/echo/call", json={}).json()["is_error"] is False
+        assert served.spans() == []
+    [headers] = upstream.seen
+    flags = int(headers["traceparent"].rsplit("-", 1)[1], 16)
+    assert flags & 1 == 0  # the sampled bit
 
 
 class Recorder(Observer):
