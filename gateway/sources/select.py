@@ -206,8 +206,9 @@ def generate(source: SourceDeclaration, expansion: Expansion, previous: _Generat
 
 
 def _passed_over(source: SourceDeclaration, problem: Problem) -> Problem:
-    """A problem with what a live upstream (an MCP server, an OpenAPI URL) offers, not with what the admin wrote:
-    a warning and the tool is not served. As an error it would let the upstream stop every reload of every file."""
+    """A problem with what a live upstream (an MCP server, an OpenAPI URL) offers, or with what the admin wrote
+    that only the upstream's change makes wrong (a hidden parameter it dropped): a warning and the tool is not
+    served. As an error it would let the upstream stop every reload of every file."""
     if not _live(source):
         return problem  # a document in the definitions directory is the admin's: its mistakes stop the build
     return replace(problem, severity="warning", message=f"{problem.message}; the tool is not served")
@@ -296,8 +297,9 @@ def _hidden(source: SourceDeclaration, upstream: UpstreamTool,
         where = ["hidden", upstream.name, parameter]
         if parameter not in properties:
             known = ", ".join(properties) or "none"
-            problems.append(source.problem(where, f"tool '{upstream.name}' has no parameter '{parameter}' to hide "
-                                                  f"(parameters: {known})", key=True))
+            problems.append(_passed_over(source, source.problem(
+                where, f"tool '{upstream.name}' has no parameter '{parameter}' to hide (parameters: {known})",
+                key=True)))
             continue
         if isinstance(value, Mapping) and set(value) == {"context"}:
             if value["context"] not in HIDDEN_CONTEXT:
@@ -305,10 +307,19 @@ def _hidden(source: SourceDeclaration, upstream: UpstreamTool,
                                                                     f"(one of {', '.join(HIDDEN_CONTEXT)})"))
                 continue
         else:
-            error = next(Draft202012Validator(dict(properties[parameter])).iter_errors(value), None)
+            schema = properties[parameter]
+            try:
+                error = next(Draft202012Validator(dict(schema) if isinstance(schema, Mapping) else schema)
+                             .iter_errors(value), None)
+            except Exception as exc:  # noqa: BLE001 — the upstream's schema of it is no schema (UnknownType, ...)
+                problems.append(_passed_over(source, source.problem(
+                    where, f"parameter '{parameter}' of tool '{upstream.name}' has no schema that can check the "
+                           f"fixed value: {str(exc).splitlines()[0]}")))
+                continue
             if error is not None:
-                problems.append(source.problem(where, f"the fixed value {value!r} does not match parameter "
-                                                      f"'{parameter}' of tool '{upstream.name}': {error.message}"))
+                problems.append(_passed_over(source, source.problem(
+                    where, f"the fixed value {value!r} does not match parameter '{parameter}' of tool "
+                           f"'{upstream.name}': {error.message}")))
                 continue
         values[parameter] = value
     return problems, values

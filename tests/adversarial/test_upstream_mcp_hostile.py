@@ -144,3 +144,15 @@ def test_an_upstream_tool_named_like_a_written_one_is_left_out_with_a_warning(tm
             assert call(served.url, "ok").json()["result"] == "mine"
             [warning] = served.gateway.last_reload.warnings
             assert "source 'evil': tool id 'ok' is already declared by mine.yaml" in warning.message
+
+
+@pytest.mark.parametrize("parameter", ["x", "y"])
+def test_hiding_a_parameter_whose_upstream_schema_is_no_schema_is_a_problem_there(tmp_path, parameter):
+    """The admin hides a parameter whose upstream schema is not a schema (`5`, an unknown type): a problem at that
+    hidden entry, and the source's other tools are served (it was a TypeError that lost the whole source)."""
+    with upstream("hostile_http.py", "odd_parameters") as running:
+        root = definitions(tmp_path, running.url, f"    hidden: {{odd: {{{parameter}: 1}}}}\n")
+        with gateway_serving(root) as served:
+            assert call(served.url, "ok").json()["result"] == "fine"
+            messages = [w.message for w in served.gateway.last_reload.warnings]
+            assert any(f"parameter '{parameter}' of tool 'odd' has no schema" in m for m in messages), messages
