@@ -55,7 +55,7 @@ def console(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Console
     (root / "python" / "echoing.py").write_text("def echo(text: str) -> str:\n    return text\n")
     outside = tmp_path / "outside.yaml"
     outside.write_text("tools: []\n")
-    gateway = Gateway(Settings(definitions=root, reload=False))
+    gateway = Gateway(Settings(definitions=root, reload=False, import_timeout_s=1, reload_timeout_s=20))
     with serving(create_app(gateway), lifespan="on") as served:
         yield Console(served.url, root, outside)
 
@@ -153,3 +153,18 @@ async def test_a_live_reader_that_never_reads_costs_a_bounded_queue(console):
                 assert all(a.status_code == 200 for a in answers)
             calls = (await http.get("/admin/api/calls")).json()["calls"]
             assert len(calls) <= live.KEPT
+
+
+def test_a_draft_importing_a_hanging_module_is_checked_within_the_budget(console, tmp_path):
+    """A draft whose tool imports a module that hangs at import answers with a problem (import_timeout_s), and
+    the next check of a good draft still answers: the checker is not wedged."""
+    (console.root / "python" / "hangs.py").write_text("import time\ntime.sleep(3600)\n\ndef run() -> str:\n"
+                                                     "    return 'never'\n")
+    draft = TOOLS + ("  - id: hung\n    name: Hung\n    user_description: Hangs.\n    ai_description: Hangs.\n"
+                     "    binding: {python: 'hangs:run'}\n")
+    with httpx.Client(base_url=console.url, timeout=120) as http:
+        hung = http.post("/admin/api/check", json={"path": "tools.yaml", "text": draft})
+        assert hung.status_code == 200 and hung.json()["ok"] is False, hung.text
+        assert any("hangs" in p["message"] for p in hung.json()["problems"]), hung.text
+        good = http.post("/admin/api/check", json={"path": "tools.yaml", "text": TOOLS})
+        assert good.status_code == 200 and good.json()["ok"] is True, good.text

@@ -152,3 +152,23 @@ def test_a_parameter_named_like_a_body_property_keeps_both(tmp_path, recorder):
         assert response.status_code == 200 and not response.json()["is_error"], response.text
     assert seen.requests[-1]["query"] == [["id", "q-id"], ["body", "q-body"]], seen.requests
     assert seen.requests[-1]["json"] == {"id": "b-id", "body": "b-body"}, seen.requests
+
+
+def test_server_variables_are_fixed_at_build_and_never_an_argument(tmp_path, recorder):
+    """A server URL with variables (`{host}`, `{port}`, whose enums name other hosts) is fixed to their defaults
+    when the tools are built: a parameter of the same name is an argument sent where the document puts it, and
+    never moves the call."""
+    seen, url = recorder
+    port = url.rsplit(":", 1)[1]
+    doc = document("http://{host}:{port}/api", {"/x": {"get": operation("x", parameters=[
+        {"name": "host", "in": "query", "schema": {"type": "string"}},
+        {"name": "port", "in": "header", "schema": {"type": "string"}}])}})
+    doc["servers"][0]["variables"] = {"host": {"default": "127.0.0.1", "enum": ["127.0.0.1", "169.254.169.254"]},
+                                      "port": {"default": port, "enum": [port, "80"]}}
+    gateway = Gateway(Settings(definitions=definitions(tmp_path, doc), reload=False))
+    with serving(create_app(gateway)) as served:
+        answer = httpx.post(f"{served.url}/tools/x/call", json={"host": "169.254.169.254", "port": "80"}, timeout=30)
+        assert answer.status_code == 200 and not answer.json()["is_error"], answer.text
+    [request] = seen.requests
+    assert request["path"] == "/api/x" and request["query"] == [["host", "169.254.169.254"]]
+    assert request["headers"]["port"] == "80"
