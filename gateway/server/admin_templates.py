@@ -95,7 +95,13 @@ def new_files(template: str, path: str, taken: Container[str]) -> NewFiles:
         return NewFiles(_HTTP.format(id=tool_id, name=name))
     module = f"{tool_id.lower()}_tool"
     return NewFiles(_PYTHON.format(id=tool_id, name=name, module=module),
-                    {f"python/{module}.py": _MODULE.format(id=tool_id, file=path)})
+                    {f"python/{module}.py": _MODULE.format(id=tool_id, file=_in_docstring(path))})
+
+
+def _in_docstring(text: str) -> str:
+    """``text`` escaped to stand inside the module's docstring as itself: a file may be named
+    ``x\"\"\"; os.system(...); \"\"\".yaml``, and the console writes YAML, never code that runs."""
+    return text.encode("unicode_escape").decode("ascii").replace('"', '\\"')
 
 
 def _unique_id(stem: str, taken: Container[str]) -> str:

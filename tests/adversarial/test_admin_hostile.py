@@ -4,6 +4,7 @@ cost, readers that never read, and secrets in the views. Never a 500, nothing ou
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 from collections.abc import Iterator
@@ -168,3 +169,15 @@ def test_a_draft_importing_a_hanging_module_is_checked_within_the_budget(console
         assert any("hangs" in p["message"] for p in hung.json()["problems"]), hung.text
         good = http.post("/admin/api/check", json={"path": "tools.yaml", "text": TOOLS})
         assert good.status_code == 200 and good.json()["ok"] is True, good.text
+
+
+def test_a_new_files_path_is_never_code_in_the_module_made_for_it(console, tmp_path, monkeypatch):
+    """Creating a definitions file whose name closes the generated module's docstring (`\"\"\"; open(...)`)
+    makes a module that only names it: the gateway imports it on the reload, and nothing in the name runs."""
+    monkeypatch.chdir(tmp_path)
+    path = 'x"""; open("pwned", "w").write("ran"); """.yaml'
+    made = httpx.post(f"{console.url}/admin/api/files", json={"path": path, "template": "python"}, timeout=60)
+    assert made.status_code == 201 and made.json()["reload"]["ok"], made.text
+    assert not (tmp_path / "pwned").exists()
+    [module] = (console.root / "python").glob("x*_tool.py")
+    assert path in ast.get_docstring(ast.parse(module.read_text()))
