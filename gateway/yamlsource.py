@@ -91,6 +91,9 @@ _Loader.add_constructor("tag:yaml.org,2002:binary", _not_json)
 _Loader.add_constructor("tag:yaml.org,2002:set", _not_json)
 
 
+_last_text: tuple[bytes, str] | None = None  # the text read last: at most one document's text is kept unpacked
+
+
 class YamlDocument:
     """A parsed file: its data, and its text for the positions a problem needs (kept compressed: a catalog holds
     every file's document, and the text is read again only for a problem or the console)."""
@@ -108,7 +111,13 @@ class YamlDocument:
 
     @property
     def text(self) -> str:
-        return zlib.decompress(self._packed).decode("utf-8", "surrogatepass")
+        global _last_text
+        last = _last_text
+        if last is not None and last[0] is self._packed:  # a problem's positions read the same text in a row
+            return last[1]
+        text = zlib.decompress(self._packed).decode("utf-8", "surrogatepass")
+        _last_text = (self._packed, text)
+        return text
 
     def position(self, path: Path, *, key: bool = False) -> tuple[int, int]:
         """1-based line and column of the node at ``path`` (of its key when ``key``), or of its nearest parent."""
