@@ -161,7 +161,7 @@ class EventBus:
         for observer in reversed(self.observers):  # the first to begin is the last to end, like nested spans
             try:
                 observer.end(activity)
-            except Exception:  # noqa: PERF203 — as in begin
+            except Exception:  # as in begin
                 log.exception("event observer %s failed on end(%s)", type(observer).__name__, activity.kind)
 
     def emit(self, kind: str, **data: Any) -> None:
@@ -171,7 +171,7 @@ class EventBus:
         for observer in self.observers:
             try:
                 observer.event(event)
-            except Exception:  # noqa: PERF203 — as in begin
+            except Exception:  # as in begin
                 log.exception("event observer %s failed on event %s", type(observer).__name__, kind)
 
     @contextmanager

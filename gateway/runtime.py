@@ -35,8 +35,8 @@ from .errors import DefinitionsInvalid, Problem
 from .events import EventBus, Observer
 from .mcp_pool import McpPool
 from .settings import Settings
-from .state import SharedState, open_state
 from .sources import load_all
+from .state import SharedState, open_state
 from .upstream import new_client
 
 log = logging.getLogger("gateway")
