@@ -132,9 +132,9 @@ class Converter:
         if self._spent + self._nodes > MAX_DOCUMENT_NODES:
             if self._spent <= MAX_DOCUMENT_NODES:  # said once per document
                 self._spent = MAX_DOCUMENT_NODES + 1
-                self.problems.append(((*path, "$ref"), f"the document's schemas expand past {MAX_DOCUMENT_NODES} "
-                                                       "nodes: from here on references are left unexpanded",
-                                      "warning"))
+                message = (f"the document's schemas expand past {MAX_DOCUMENT_NODES} nodes: from here on "
+                           "references are left unexpanded")
+                self.problems.append(((*path, "$ref"), message, "warning"))
             return {"description": f"{name} (not expanded: the document's schemas are too large)"}
         resolved = self._convert(value, where, (*stack, ref), nesting + 1)
         # 3.1 allows keywords beside $ref (3.0 ignores them): a description overrides, anything else must hold too.

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from gateway import mcp_pool
 from sources.mcp_upstreams import SERVERS, Upstream, alive, gateway_serving, sources_yaml, until, upstream
 
+from gateway import mcp_pool
 
 STDIO_HOSTILE = SERVERS / "stdio_hostile.py"
 
