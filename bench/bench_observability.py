@@ -36,9 +36,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_serving import EXAMPLES, Server, _free_port, _pin, measure
 
-ROWS = ("off", "observed", "traced", "exported", "sampled")
+ROWS = ("off", "quiet", "observed", "traced", "exported", "sampled")
 # (row, baseline, target): the targets, and what tracing alone costs over the other consumers.
-RATIOS = (("observed", "off", 0.95), ("traced", "off", 0.85), ("exported", "off", 0.85), ("sampled", "off", 0.85),
+RATIOS = (("quiet", "off", 0.95), ("observed", "off", 0.95), ("traced", "off", 0.85), ("exported", "off", 0.85), ("sampled", "off", 0.85),
           ("traced", "observed", None), ("exported", "observed", None), ("sampled", "observed", None))
 
 
@@ -54,6 +54,9 @@ def serve(row: str, port: int, scratch: Path) -> None:
     if row == "off":
         observe.CONSUMERS = ()
         settings = Settings(definitions=definitions, port=port, reload=False, log_level="warning", tracing="off")
+    elif row == "quiet":  # every consumer but the call log's line (log_level warning), tracing off
+        settings = Settings(definitions=definitions, port=port, reload=False, log_level="warning",
+                            log_format="json", audit_log=str(scratch / row / "audit.jsonl"), tracing="off")
     else:
         settings = Settings(definitions=definitions, port=port, reload=False, log_level="info", log_format="json",
                             audit_log=str(scratch / row / "audit.jsonl"),
@@ -135,7 +138,7 @@ def main() -> None:
     receiver = Receiver()
     # No OTEL_ variable of the caller's reaches a row: each row's tracing is what the table says.
     clean = {name: value for name, value in os.environ.items() if not name.startswith("OTEL_")}
-    envs = {"off": clean, "observed": clean, "traced": {**clean, "OTEL_TRACES_EXPORTER": "none"},
+    envs = {"off": clean, "quiet": clean, "observed": clean, "traced": {**clean, "OTEL_TRACES_EXPORTER": "none"},
             "exported": {**clean, "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}}
     envs["sampled"] = {**envs["exported"], "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
                        "OTEL_TRACES_SAMPLER_ARG": "0.1"}

@@ -41,8 +41,14 @@ class Activity:
     - ``"call"``: a tool call (``CallActivity``);
     - ``"upstream"``: an HTTP request a binding sends (``attributes``: tool, method, scheme, host, port — never the
       path or query, where secrets live; at the end status);
-    - ``"llm"``: a request to an LLM provider (``attributes``: provider, model, operation; at the end
-      input_tokens, output_tokens, finish_reason).
+    - ``"llm"``: a request to an LLM provider (``attributes``: provider, provider_kind, model, operation, host,
+      port, traceparent (the chat span's context); at the end input_tokens, output_tokens, finish_reason,
+      response_model);
+    - ``"chat"``: one chat request through the gateway's loop, around its ``llm`` activities and tool calls
+      (``attributes``: provider, provider_kind, model, surface, caller, conversation_id, traceparent (the
+      caller's); at the end requests, input_tokens, output_tokens, finish_reason, response_model). Chat and LLM
+      activities may end in another task than they began (a streamed answer), so tracers must not make them
+      current: they pass their context on through ``traceparent`` instead.
     """
 
     kind: str
