@@ -17,11 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import uvicorn
 
 from gateway.catalog import Catalog, build_catalog
 from gateway.definitions import load_definitions
+from gateway.runtime import Gateway
+from gateway.server import create_app
 from gateway.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
@@ -86,6 +89,48 @@ def serving(app: Any, *, lifespan: str = "off") -> Iterator[ServerThread]:
         yield running
     finally:
         running.stop()
+
+
+@dataclass
+class RunningServer:
+    """A gateway served in this process: its base URL and the ``Gateway`` behind it (to read or drive)."""
+
+    url: str
+    gateway: Gateway
+
+
+@contextmanager
+def running(definitions: Path, **settings: Any) -> Iterator[RunningServer]:
+    """``create_app`` for a definitions directory (settings overridable, no file watching), served by uvicorn on
+    a free port of 127.0.0.1 until exit."""
+    gateway = Gateway(Settings(definitions=definitions, reload=False, **settings))
+    with serving(create_app(gateway), lifespan="on") as server:
+        yield RunningServer(server.url, gateway)
+
+
+def until(condition: Callable[[], Any], what: str, timeout: float = 30, step: float = 0.05) -> Any:
+    """``condition()`` once truthy, polled every ``step`` seconds; fails naming ``what`` after ``timeout`` seconds
+    (a bound so that a test never hangs, not a timing assertion)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what} ({timeout} s)")
+        time.sleep(step)
+
+
+async def until_async(condition: Callable[[], Any], what: str, timeout: float = 30, step: float = 0.05) -> Any:
+    """``until`` for async tests: the event loop runs between polls (anyio, so any backend)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what} ({timeout} s)")
+        await anyio.sleep(step)
 
 
 def free_port() -> int:

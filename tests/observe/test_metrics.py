@@ -7,8 +7,6 @@ import asyncio
 import socket
 import textwrap
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -22,13 +20,11 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
-from support import free_port, serving
+from support import free_port, running, serving
 from websockets.asyncio.client import connect
 
 from gateway.events import Observer
-from gateway.runtime import Gateway
-from gateway.server import create_app
-from gateway.settings import ApiKey, Settings, hash_key
+from gateway.settings import ApiKey, hash_key
 
 MODULE = "metrics_test_tools"  # a name of its own: the module is shared by the process's import system
 TOOLS_PY = '''
@@ -50,20 +46,6 @@ KEYS = (ApiKey("reader", hash_key(READER_KEY), toolsets=("math",)), ApiKey("admi
 
 def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
-
-
-@dataclass
-class Served:
-    url: str
-    gateway: Gateway
-
-
-@contextmanager
-def running(definitions: Path, **settings: object) -> Iterator[Served]:
-    """A gateway for ``definitions`` served by uvicorn on a free port of 127.0.0.1 (no file watching)."""
-    gateway = Gateway(Settings(definitions=definitions, reload=False, **settings))
-    with serving(create_app(gateway), lifespan="on") as server:
-        yield Served(server.url, gateway)
 
 
 @pytest.fixture(scope="module")

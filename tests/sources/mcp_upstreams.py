@@ -1,26 +1,21 @@
 """Real upstream MCP servers for the tests (import as ``from mcp_upstreams import ...``): each a process of its own
-on 127.0.0.1, killed and restarted on the same port when a test says so; and a gateway served in a thread."""
+on 127.0.0.1, killed and restarted on the same port when a test says so."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from support import FIXTURES, free_port, serving
-
-from gateway.runtime import Gateway
-from gateway.server import create_app
-from gateway.settings import Settings
+# until, until_async and gateway_serving (support.running) are imported from here by the sources and adversarial tests
+from support import FIXTURES, free_port, until, until_async  # noqa: F401
+from support import running as gateway_serving  # noqa: F401
 
 SERVERS = FIXTURES / "mcp_upstream"
 STDIO_SERVER = SERVERS / "stdio_server.py"
@@ -68,47 +63,12 @@ def upstream(script: str, *args: str, **env: str) -> Iterator[Upstream]:
         running.kill()
 
 
-@dataclass
-class Served:
-    url: str
-    gateway: Gateway
-
-
-@contextmanager
-def gateway_serving(definitions: Path, **settings: Any) -> Iterator[Served]:
-    """``create_app`` for ``definitions`` (no file watching: rebuilds come from upstreams), served until exit."""
-    gateway = Gateway(Settings(definitions=definitions, reload=False, **settings))
-    with serving(create_app(gateway), lifespan="on") as server:
-        yield Served(server.url, gateway)
-
-
 def sources_yaml(*entries: str) -> str:
     return "sources:\n" + "".join(entries)
 
 
 def http_source(source: str, url: str, extra: str = "") -> str:
     return f"  - id: {source}\n    mcp: {{url: '{url}', connect_timeout_s: 3{extra}}}\n"
-
-
-def until(condition: Callable[[], Any], what: str, timeout: float = 30) -> Any:
-    """Poll ``condition`` until it is truthy (bounded: a test never hangs); its value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
-async def until_async(condition: Callable[[], Any], what: str, timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.05)
 
 
 def alive(pid: int) -> bool:
