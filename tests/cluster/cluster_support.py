@@ -10,20 +10,18 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 import httpx2
 import yaml
 from fake_llm import FakeLLM, Reply, openai_provider
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from support import EXAMPLES, GatewayProcess, Nginx, RedisServer
+from support import EXAMPLES, GatewayProcess, Nginx, RedisServer, until
 
 from gateway.settings import hash_key
 
@@ -89,15 +87,8 @@ class Cluster:
         (self.definitions / name).write_text(text, encoding="utf-8")
 
     def wait_until(self, predicate: Callable[[], Any], timeout_s: float = 20, what: str = "the cluster") -> Any:
-        """``predicate()`` once truthy, polled; fails naming ``what`` after ``timeout_s`` (a bound, not a timing
-        assertion)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            value = predicate()
-            if value:
-                return value
-            assert time.monotonic() < deadline, f"{what}: not reached within {timeout_s} s"
-            time.sleep(0.1)
+        """``until`` at a pace that spares the replicas (a predicate may ask each of them)."""
+        return until(predicate, what, timeout=timeout_s, step=0.1)
 
     def same_version(self) -> bool:
         """Whether every running replica serves one catalog version (X-Catalog-Version asked of each)."""
@@ -206,12 +197,6 @@ class Seen:
 
 def http_client(cluster: Cluster, seen: Seen) -> httpx2.AsyncClient:
     return httpx2.AsyncClient(headers=cluster.headers(), timeout=30, event_hooks={"response": [seen.response]})
-
-
-async def until(predicate: Any, what: str, timeout_s: float = 30) -> None:
-    with anyio.fail_after(timeout_s):
-        while not predicate():
-            await anyio.sleep(0.1)
 
 
 async def open_session(cluster: Cluster) -> tuple[str, str]:

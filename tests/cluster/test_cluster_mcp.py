@@ -15,21 +15,13 @@ from cluster_support import (
     http_client,
     open_session,
     session_request,
-    until,
 )
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ToolListChangedNotification
+from support import until_async
 
-PAUSE_EDITED = """\
-tools:
-  - id: pause
-    name: Pause
-    user_description: Waits, then says how long.
-    ai_description: Waits the given number of seconds.
-    binding:
-      python: cluster_tools:pause
-    annotations: {read_only: true, idempotent: true, open_world: false}
+PAUSE_EDITED = CLUSTER_TOOLS + """\
   - id: added_after_start
     name: Added after start
     user_description: Added by an edit.
@@ -62,11 +54,11 @@ async def test_one_session_is_served_by_every_replica_and_hears_list_changed(clu
         assert len(seen.sessions) == 1 and not seen.failures
 
         # The GET stream opens in the background after the handshake; wait until a replica answered it.
-        await until(lambda: any(method == "GET" for method, _ in seen.replicas), "the GET stream")
+        await until_async(lambda: any(method == "GET" for method, _ in seen.replicas), "the GET stream")
         cluster.edit_definitions("cluster.yaml", PAUSE_EDITED)
         try:
-            await until(lambda: heard, "tools/list_changed after the edit")
-            await until(lambda: cluster.same_version(), "every replica on the edited catalog")
+            await until_async(lambda: heard, "tools/list_changed after the edit")
+            await until_async(cluster.same_version, "every replica on the edited catalog", step=0.1)
             listed = {tool.name for tool in (await session.list_tools()).tools}
             assert "added_after_start" in listed
         finally:  # the session's cluster serves the next tests as it was
