@@ -11,11 +11,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
@@ -27,9 +27,16 @@ from gateway.runtime import Gateway
 from gateway.server import create_app
 from gateway.settings import Settings
 
+if TYPE_CHECKING:
+    from playwright.async_api import Browser
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "tool-definitions"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+CHROMIUM = "/usr/bin/chromium"  # Debian's, driven by Playwright
+# No background traffic (updates, sync, first-run pages): a browser test talks only to the servers it started.
+CHROMIUM_ARGS = ("--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--no-first-run", "--disable-sync")
 
 
 def catalog_for(root: Path, **settings: object) -> Catalog:
@@ -131,6 +138,20 @@ async def until_async(condition: Callable[[], Any], what: str, timeout: float = 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what} ({timeout} s)")
         await anyio.sleep(step)
+
+
+@asynccontextmanager
+async def chromium(*extra_args: str) -> AsyncIterator[Browser]:
+    """Headless Chromium (``CHROMIUM_ARGS`` and ``extra_args``) until exit."""
+    from playwright.async_api import async_playwright  # only the browser tests pay for importing Playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, *extra_args],
+                                                   headless=True)
+        try:
+            yield browser
+        finally:
+            await browser.close()
 
 
 def free_port() -> int:

@@ -1,4 +1,4 @@
-"""What the browser tests share besides fixtures: the Chromium launch, the origins, the test app page, ``Site``."""
+"""What the browser tests share besides fixtures: Chromium's extra arguments, the origins, the test app page, ``Site``."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from support import REPO
 
 from gateway.runtime import Gateway
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--no-first-run", "--disable-sync", "--disable-quic", "--host-resolver-rules=MAP *.test 127.0.0.1"]
+# Added to support.CHROMIUM_ARGS: the .test origins (the app's, a stranger's) are this machine's servers.
+TEST_ORIGIN_ARGS = ("--disable-quic", "--host-resolver-rules=MAP *.test 127.0.0.1")
 ALLOWED_HOST = "app.test"
 DISALLOWED_HOST = "evil.test"
 ARTIFACTS = REPO / "artifacts"

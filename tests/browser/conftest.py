@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from browser_site import ALLOWED_HOST, APP_PAGE, CHROMIUM, CHROMIUM_ARGS, Site  # puts fake_llm on the path
+from browser_site import ALLOWED_HOST, APP_PAGE, TEST_ORIGIN_ARGS, Site  # puts fake_llm on the path
 from fake_llm import FakeLLM, Servers, openai_provider
-from playwright.async_api import Browser, BrowserContext, Page, async_playwright
+from playwright.async_api import Browser, BrowserContext, Page
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
-from support import EXAMPLES
+from support import EXAMPLES, chromium
 
 from gateway.runtime import Gateway
 from gateway.server.app import create_app
@@ -67,10 +67,8 @@ def llm(site: Site) -> Iterator[FakeLLM]:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    async with chromium(*TEST_ORIGIN_ARGS) as browser:
         yield browser
-        await browser.close()
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")

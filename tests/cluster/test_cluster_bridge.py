@@ -13,29 +13,22 @@ import httpx2
 from cluster_support import API_KEY, Cluster
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from playwright.async_api import Page, async_playwright
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--no-first-run", "--disable-sync"]
+from playwright.async_api import Page
+from support import chromium
 
 
 @asynccontextmanager
 async def page_connected_to(url: str, *tools: str) -> AsyncIterator[tuple[Page, str]]:
     """A page opened at one replica (its demo page, same origin), the tools' scripts loaded, its bridge session
     open; the page and the session id. Each handler run is recorded in ``window.runs``."""
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = await browser.new_page()
-            await page.goto(f"{url}/client/demo")
-            await page.evaluate("""() => { window.runs = [];
-                window.addEventListener("gatewaytools:executed", e => window.runs.push(e.detail)); }""")
-            await page.evaluate("ids => GatewayTools.load(ids)", list(tools))
-            session = await page.evaluate("GatewayTools.connect().then(s => { window.session = s; return s.id; })")
-            yield page, session
-        finally:
-            await browser.close()
+    async with chromium() as browser:
+        page = await browser.new_page()
+        await page.goto(f"{url}/client/demo")
+        await page.evaluate("""() => { window.runs = [];
+            window.addEventListener("gatewaytools:executed", e => window.runs.push(e.detail)); }""")
+        await page.evaluate("ids => GatewayTools.load(ids)", list(tools))
+        session = await page.evaluate("GatewayTools.connect().then(s => { window.session = s; return s.id; })")
+        yield page, session
 
 
 async def rest_call(url: str, tool: str, arguments: dict, session: str) -> httpx.Response:

@@ -19,9 +19,9 @@ from pathlib import Path
 import httpx
 import pytest
 import pytest_asyncio
-from console_support import ADMIN_KEY, CHROMIUM, CHROMIUM_ARGS, READER_KEY
-from playwright.async_api import Browser, BrowserContext, Page, async_playwright
-from support import serving
+from console_support import ADMIN_KEY, READER_KEY
+from playwright.async_api import Browser, BrowserContext, Page
+from support import chromium, serving
 
 from gateway.runtime import Gateway
 from gateway.server import create_app
@@ -111,10 +111,8 @@ def edited(console: Console) -> Iterator[Console]:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    async with chromium() as browser:
         yield browser
-        await browser.close()
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -1,4 +1,4 @@
-"""What the console tests share besides fixtures: keys, the Chromium launch, signing in, and the check every
+"""What the console tests share besides fixtures: keys, signing in, and the check every
 page gets — axe-core finds no serious or critical accessibility violation — with its screenshot in artifacts/."""
 
 from __future__ import annotations
@@ -9,9 +9,6 @@ from support import REPO
 
 ADMIN_KEY = "console-admin-key-for-tests"
 READER_KEY = "console-reader-key-for-tests"  # a valid key, but not an admin's
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--no-first-run", "--disable-sync"]
 ARTIFACTS = REPO / "artifacts"
 PHONE = {"width": 390, "height": 844}
 _axe = Axe()
