@@ -20,11 +20,9 @@ SUM_LINE = "  - id: sum"
 
 
 @pytest.fixture
-def definitions(tmp_path: Path) -> Path:
+def definitions(examples_dir: Path) -> Path:
     """A private copy of the shipped examples (a test may change it)."""
-    target = tmp_path / "tool-definitions"
-    shutil.copytree(EXAMPLES, target, ignore=shutil.ignore_patterns("__pycache__"))
-    return target
+    return examples_dir
 
 
 @pytest.fixture
