@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,6 +12,13 @@ from pathlib import Path
 import pytest
 from fake_llm import Servers
 from support import EXAMPLES
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The gateway's state directory (build cache, upstream copies) is this run's own, shared by the servers the
+    tests start (they inherit the environment), never the user's: a cache entry from another run, or one another
+    version wrote, must not decide what a test sees."""
+    os.environ["TOOL_GATEWAY_STATE_DIR"] = tempfile.mkdtemp(prefix="tool-gateway-test-state-")
 
 
 @pytest.fixture
