@@ -19,7 +19,6 @@ import asyncio
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..events import Activity, CallActivity, Observer
@@ -35,14 +34,51 @@ STOP: dict[str, Any] = {}  # put on a subscriber's queue when its feed ends (com
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=repr)
 
 
-@dataclass(frozen=True, slots=True)
 class CallRecord:
-    summary: dict[str, Any]
-    arguments: str | None  # JSON text, cut to TEXT_CAP; None when the tool keeps its arguments out of records
-    arguments_truncated: bool
-    result: str | None  # the result text (what an LLM reads), cut to TEXT_CAP; None when the call did not end one
-    result_truncated: bool
-    error: str | None
+    """One ended call as the console shows it. What the call path does not need is made when it is first read: the
+    summary dict (most calls are never listed) and the arguments' JSON text (most are never opened). Arguments kept
+    as they came are flat and short (``_flat_and_short``), so a record holds at most about ``TEXT_CAP`` of them;
+    others are encoded, capped, when the call ends. Two threads reading at once make the same value: no lock."""
+
+    __slots__ = ("_facts", "_summary", "_arguments", "_encoded", "result", "result_truncated", "error")
+
+    def __init__(self, facts: tuple[Any, ...], arguments: Any, encoded: tuple[str | None, bool] | None,
+                 result: str | None, result_truncated: bool, error: str | None):
+        self._facts = facts  # what the summary shows, in record_of's order
+        self._summary: dict[str, Any] | None = None
+        self._arguments = arguments  # as they came, until encoded
+        self._encoded = encoded  # (JSON text cut to TEXT_CAP or None when hidden, whether it was cut)
+        self.result = result  # the result text (what an LLM reads), cut to TEXT_CAP; None when the call ended none
+        self.result_truncated = result_truncated
+        self.error = error
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        summary = self._summary
+        if summary is None:
+            (call_id, at, caller, user, surface, tool, outcome, duration_s, side, version, trace_id,
+             conversation_id) = self._facts
+            summary = self._summary = {
+                "id": call_id, "at": at, "caller": caller, "user": user, "surface": surface, "tool": tool,
+                "outcome": outcome, "duration_ms": round(duration_s * 1000, 3), "side": side, "version": version,
+                "is_error": outcome != "ok", "trace_id": trace_id, "conversation_id": conversation_id,
+            }
+        return summary
+
+    def _encoded_arguments(self) -> tuple[str | None, bool]:
+        encoded = self._encoded
+        if encoded is None:
+            encoded = self._encoded = capped_json(self._arguments)
+        return encoded
+
+    @property
+    def arguments(self) -> str | None:
+        """JSON text, cut to TEXT_CAP; None when the tool keeps its arguments out of records."""
+        return self._encoded_arguments()[0]
+
+    @property
+    def arguments_truncated(self) -> bool:
+        return self._encoded_arguments()[1]
 
     def detail(self) -> dict[str, Any]:
         """The summary with the arguments, result and error, every secret the gateway has read redacted."""
@@ -73,18 +109,23 @@ def without_cut_secret(text: str, secrets: dict[str, str]) -> str:
     return text
 
 
+_HIDDEN = (None, False)
+
+
 def record_of(call: CallActivity) -> CallRecord:
     result = call.result
-    summary = {
-        "id": call.id, "at": call.at, "caller": call.caller, "user": call.user, "surface": call.surface,
-        "tool": call.tool, "outcome": call.outcome, "duration_ms": round(call.duration_s * 1000, 3),
-        "side": call.side, "version": call.version, "is_error": call.outcome != "ok",
-        "trace_id": call.trace_id, "conversation_id": call.conversation_id,
-    }
-    arguments, arguments_cut = capped_json(call.arguments) if call.audit_arguments else (None, False)
+    facts = (call.id, call.at, call.caller, call.user, call.surface, call.tool, call.outcome, call.duration_s,
+             call.side, call.version, call.trace_id, call.conversation_id)
+    arguments = call.arguments
+    if not call.audit_arguments:
+        arguments, encoded = None, _HIDDEN
+    elif _flat_and_short(arguments, TEXT_CAP):  # the call's final arguments: small, kept to encode when read
+        encoded = None
+    else:
+        arguments, encoded = None, capped_json(arguments)
     text = getattr(result, "text", None)
     error = getattr(result, "error", None)
-    return CallRecord(summary, arguments, arguments_cut,
+    return CallRecord(facts, arguments, encoded,
                       text[:TEXT_CAP] if isinstance(text, str) else None,
                       isinstance(text, str) and (len(text) > TEXT_CAP or bool(getattr(result, "truncated", False))),
                       error[:TEXT_CAP] if isinstance(error, str) else None)
