@@ -17,6 +17,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
 from support import ServerThread, start_server
 
 
@@ -58,6 +59,10 @@ class FakeLLM:
     @property
     def openai_url(self) -> str:
         return self.url + "/v1"
+
+    def openai_app(self) -> Starlette:
+        """This LLM's OpenAI endpoint (``/v1/chat/completions``) as an app to serve (``Servers.start``)."""
+        return Starlette(routes=[Route("/v1/chat/completions", self.handle, methods=["POST"])])
 
     def answer(self, *items: Reply | Status) -> None:
         self.script.extend(items)

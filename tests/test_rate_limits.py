@@ -12,8 +12,6 @@ import httpx
 import pytest
 from fake_llm import FakeLLM, Reply, openai_provider
 from mcp import Client
-from starlette.applications import Starlette
-from starlette.routing import Route
 from support import serving
 
 from gateway.bindings import BuildEnv
@@ -227,7 +225,7 @@ def test_a_source_tool_takes_a_rate_limit(tmp_path):
 async def test_the_chat_loop_gives_a_refused_call_to_the_model(definitions, servers, monkeypatch):
     """In a chat turn, the model calls a tool limited to three four times: one call's tool result is the refusal."""
     llm = FakeLLM()
-    llm.url = servers.start(Starlette(routes=[Route("/v1/chat/completions", llm.handle, methods=["POST"])]))
+    llm.url = servers.start(llm.openai_app())
     monkeypatch.setenv("FAKE_LLM_KEY", "sk-rate-limits")
     calls = [(f"call_{n}", "limited_echo", {"text": str(n)}) for n in range(4)]
     llm.answer(Reply(tool_calls=calls), Reply(content="done"))

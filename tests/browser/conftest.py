@@ -42,7 +42,7 @@ def definitions(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def site(servers: Servers, definitions: Path) -> Iterator[Site]:
     """The gateway (with the scripted LLM as its provider) and the server of pages on other origins."""
     llm = FakeLLM()
-    llm.url = servers.start(Starlette(routes=[Route("/v1/chat/completions", llm.handle, methods=["POST"])]))
+    llm.url = servers.start(llm.openai_app())
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("FAKE_LLM_KEY", "sk-test-" + uuid.uuid4().hex)
         settings = Settings(definitions=definitions, reload=False, allowed_origins=(f"http://{ALLOWED_HOST}:*",),

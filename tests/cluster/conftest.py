@@ -12,8 +12,6 @@ from collections.abc import Iterator
 import pytest
 from cluster_support import ADMIN_KEY, API_KEY, Cluster, start_cluster
 from fake_llm import FakeLLM, Servers
-from starlette.applications import Starlette
-from starlette.routing import Route
 
 # Names tests imported from here before cluster_support held them; a test module should import them from
 # cluster_support (another directory's conftest may be the module named ``conftest`` in a whole-suite run).
@@ -24,7 +22,7 @@ __all__ = ["ADMIN_KEY", "API_KEY", "Cluster", "start_cluster"]
 def fake_llm(servers: Servers) -> FakeLLM:
     """One scripted LLM (OpenAI wire format) on 127.0.0.1 for every cluster."""
     llm = FakeLLM()
-    llm.url = servers.start(Starlette(routes=[Route("/v1/chat/completions", llm.handle, methods=["POST"])]))
+    llm.url = servers.start(llm.openai_app())
     return llm
 
 

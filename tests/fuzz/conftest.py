@@ -14,10 +14,8 @@ import httpx
 import pytest
 from fake_llm import FakeLLM, Reply, Servers
 from fuzz_support import FuzzServer
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 from support import EXAMPLES, serving
 
 from gateway.runtime import Gateway
@@ -39,7 +37,7 @@ class AlwaysAnswers(FakeLLM):
 @pytest.fixture(scope="session")
 def always_llm(servers: Servers) -> AlwaysAnswers:
     llm = AlwaysAnswers()
-    llm.url = servers.start(Starlette(routes=[Route("/v1/chat/completions", llm.handle, methods=["POST"])]))
+    llm.url = servers.start(llm.openai_app())
     return llm
 
 

@@ -252,7 +252,7 @@ def test_a_chat_turn_counts_its_llm_requests_tokens_rounds_and_tool_calls(defini
     two rounds, and the tool call under the chat surface."""
     monkeypatch.setenv("FAKE_LLM_KEY", "sk-test-metrics")
     llm = FakeLLM()
-    llm_app = Starlette(routes=[Route("/v1/chat/completions", llm.handle, methods=["POST"])])
+    llm_app = llm.openai_app()
     with serving(llm_app) as llm_server:
         llm.url = llm_server.url
         llm.answer(Reply(tool_calls=[("c1", "add", {"a": 1, "b": 2})]), Reply(content="It is 3."))

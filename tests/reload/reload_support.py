@@ -3,12 +3,13 @@ conditions with a deadline, never on time."""
 
 from __future__ import annotations
 
-import asyncio
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from support import until as support_until
+from support import until_async
 
 PROBE = '''
 from typing import Annotated
@@ -42,21 +43,13 @@ def write(path: Path, text: str) -> None:
 
 
 async def until(condition: Callable[[], object], what: str, timeout: float = 20.0) -> None:
-    """Poll ``condition`` until it holds; fail with ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.005)
+    """``support.until_async`` polled every 5 ms: a reload test watches states that last only a moment."""
+    await until_async(condition, what, timeout, step=0.005)
 
 
 def wait_until(condition: Callable[[], object], what: str, timeout: float = 20.0) -> None:
     """``until`` for synchronous tests."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.005)
+    support_until(condition, what, timeout, step=0.005)
 
 
 async def break_then_restore(gateway: Any, path: Path, valid: str) -> None:
