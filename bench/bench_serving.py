@@ -210,6 +210,22 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def wait_listening(process: subprocess.Popen, port: int, what: str, timeout_s: float = 30) -> None:
+    """Return once ``process`` accepts connections on ``port`` of 127.0.0.1; end the run naming ``what`` if it
+    exits first or is not up within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if process.poll() is not None:
+            raise SystemExit(f"{what} exited with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{what} did not start") from None
+            time.sleep(0.05)
+
+
 class Server:
     """One server process for the whole run; rows against it are interleaved with the others' rows."""
 
@@ -217,17 +233,7 @@ class Server:
         self.port = _free_port()
         self.process = subprocess.Popen([sys.executable, __file__, "serve", kind, str(self.port)],
                                         stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while True:
-            if self.process.poll() is not None:
-                raise SystemExit(f"{kind} server exited with {self.process.returncode}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"{kind} server did not start") from None
-                time.sleep(0.05)
+        wait_listening(self.process, self.port, f"{kind} server")
 
     def cpu_seconds(self) -> float:
         """User + system CPU time the server process has used (from /proc: immune to other load on the box)."""
