@@ -11,7 +11,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import pytest
-from support import EXAMPLES
+from support import EXAMPLES, until_async
 
 from gateway.bridge import Bridge, Session
 from gateway.bridge_cluster import RECORDS, ClusterBridge, bridging
@@ -38,14 +38,9 @@ async def replicas(count: int = 2) -> AsyncIterator[list[Gateway]]:
             await stack.enter_async_context(replicating(gateway))
             await stack.enter_async_context(bridging(gateway))
             gateways.append(gateway)
-        await until(lambda: all(g.bridge.listening for g in gateways))
+        await until_async(lambda: all(g.bridge.listening for g in gateways), "every bridge listening", timeout=10,
+                          step=0.01)
         yield gateways
-
-
-async def until(predicate: Callable[[], Any], timeout_s: float = 10) -> None:
-    async with asyncio.timeout(timeout_s):  # a bound, not a timing assertion
-        while not predicate():
-            await asyncio.sleep(0.01)
 
 
 @asynccontextmanager
