@@ -40,7 +40,7 @@ class CallRecord:
     as they came are flat and short (``_flat_and_short``), so a record holds at most about ``TEXT_CAP`` of them;
     others are encoded, capped, when the call ends. Two threads reading at once make the same value: no lock."""
 
-    __slots__ = ("_facts", "_summary", "_arguments", "_encoded", "result", "result_truncated", "error")
+    __slots__ = ("_arguments", "_encoded", "_facts", "_summary", "error", "result", "result_truncated")
 
     def __init__(self, facts: tuple[Any, ...], arguments: Any, encoded: tuple[str | None, bool] | None,
                  result: str | None, result_truncated: bool, error: str | None):
