@@ -35,8 +35,8 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_serving import ARGUMENTS, LEGACY, MODERN, Server, _free_port  # noqa: E402
-from generate import generate  # noqa: E402
+from bench_serving import ARGUMENTS, LEGACY, MODERN, Server, _free_port
+from generate import generate
 
 PROBE = r'''
 import json, resource, sys, time
@@ -68,8 +68,8 @@ def _probe(root: Path, stage: str, count: int) -> dict[str, float]:
 def cold(root: Path, count: int, runs: int = 2) -> None:
     samples: dict[str, list[dict[str, float]]] = {"yaml": [], "build": []}
     for _ in range(runs):  # interleaved: noise hits both alike
-        for stage in samples:
-            samples[stage].append(_probe(root, stage, count))
+        for stage, rows in samples.items():
+            rows.append(_probe(root, stage, count))
     med = {stage: {k: statistics.median(s[k] for s in rows) for k in rows[0]} for stage, rows in samples.items()}
     base, ours = med["yaml"], med["build"]
     print(f"cold start, {count:,} tools in {count // 10:,} files, median of {runs} fresh processes")

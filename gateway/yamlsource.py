@@ -98,7 +98,7 @@ class YamlDocument:
     """A parsed file: its data, and its text for the positions a problem needs (kept compressed: a catalog holds
     every file's document, and the text is read again only for a problem or the console)."""
 
-    __slots__ = ("file", "data", "_packed", "_root")
+    __slots__ = ("_packed", "_root", "data", "file")
 
     def __init__(self, file: str, text: str, data: Any) -> None:
         self.file = file  # the path shown in messages (relative to the definitions directory)

@@ -8,7 +8,7 @@ import pytest
 
 from gateway import buildcache_disk
 from gateway.buildcache_disk import ParsedFiles
-from gateway.definitions import DefinitionsCache, DEFAULT_LIMITS, load_definitions
+from gateway.definitions import DEFAULT_LIMITS, DefinitionsCache, load_definitions
 
 TOOL = """tools:
   - id: {id}

@@ -283,7 +283,7 @@ class _Executor:
     """A python tool's executor; an object rather than a closure, as the facts it reads are shared by every tool
     that binds the function (10,000 closures held ~450 bytes each)."""
 
-    __slots__ = ("tool_id", "function", "facts", "slots")
+    __slots__ = ("facts", "function", "slots", "tool_id")
 
     def __init__(self, tool_id: str, function: Any, facts: _Facts, slots: tuple[Any, int]) -> None:
         self.tool_id, self.function, self.facts, self.slots = tool_id, function, facts, slots
