@@ -16,6 +16,7 @@ import json
 import logging
 import math
 import re
+import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -67,14 +68,29 @@ class TextFormatter(logging.Formatter):
         self._in_call = logging.PercentStyle(TEXT_IN_CALL)
 
     def formatMessage(self, record: logging.LogRecord) -> str:
-        # A message holds what callers send (a user name, a tool's text): a line break or terminal escape in it
-        # would forge a line or reach the reader's terminal, so control characters are written escaped. A
-        # traceback, appended after this, keeps its lines.
-        if _CONTROL.search(record.message):
-            record.message = _CONTROL.sub(lambda found: found.group().encode("unicode_escape").decode(),
-                                          record.message)
+        record.message = escaped(record.message)
         style = self._in_call if getattr(record, "call_id", None) else self._style
         return style.format(record)
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        return local_time(record.created) if datefmt is None else super().formatTime(record, datefmt)
+
+    def line(self, created: float, level: str, name: str, message: str, call_id: str | None = None,
+             trace_id: str | None = None, fields: dict[str, Any] | None = None) -> str:
+        """The line ``format`` makes of a record with these parts and no traceback, without making the record
+        (the call log's, once per call). ``message`` is already redacted; the text format shows no fields."""
+        if call_id:
+            return f"{local_time(created)} {level} {name} [call {call_id}]: {escaped(message)}"
+        return f"{local_time(created)} {level} {name}: {escaped(message)}"
+
+
+def escaped(message: str) -> str:
+    """A message holds what callers send (a user name, a tool's text): a line break or terminal escape in it would
+    forge a line or reach the reader's terminal, so control characters are written escaped. A traceback, appended
+    after the message, keeps its lines."""
+    if _CONTROL.search(message):
+        return _CONTROL.sub(lambda found: found.group().encode("unicode_escape").decode(), message)
+    return message
 
 
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")  # C0 but tab, DEL, C1, line separators
@@ -86,20 +102,9 @@ class JsonFormatter(logging.Formatter):
     scalars a producer passes in ``extra``; the standard keys win a clash)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {"time": iso_time(record.created), "level": record.levelname,
-                                 "logger": record.name, "message": record.getMessage()}
-        call_id = getattr(record, "call_id", None)
-        if call_id:
-            entry["call_id"] = call_id
-        trace_id = getattr(record, "trace_id", None)
-        if trace_id:
-            entry["trace_id"] = trace_id
-        fields = getattr(record, "fields", None)
-        if fields:
-            known = secrets.known_values()
-            for name, value in fields.items():
-                if name not in entry:
-                    entry[name] = secrets.redact(value, known) if known and isinstance(value, str) else value
+        entry = _entry(record.created, record.levelname, record.name, record.getMessage(),
+                       getattr(record, "call_id", None), getattr(record, "trace_id", None),
+                       getattr(record, "fields", None))
         # gateway.secrets leaves the redacted traceback in exc_text once a secret is known; else format it.
         if record.exc_info and not record.exc_text:
             record.exc_text = self.formatException(record.exc_info)
@@ -108,6 +113,27 @@ class JsonFormatter(logging.Formatter):
         if record.stack_info:
             entry["stack"] = record.stack_info
         return _ENCODER.encode(entry)
+
+    def line(self, created: float, level: str, name: str, message: str, call_id: str | None = None,
+             trace_id: str | None = None, fields: dict[str, Any] | None = None) -> str:
+        """The line ``format`` makes of a record with these parts and no traceback, without making the record
+        (the call log's, once per call). ``message`` is already redacted; ``fields`` are redacted here."""
+        return _ENCODER.encode(_entry(created, level, name, message, call_id, trace_id, fields))
+
+
+def _entry(created: float, level: str, name: str, message: str, call_id: str | None, trace_id: str | None,
+           fields: dict[str, Any] | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"time": iso_time(created), "level": level, "logger": name, "message": message}
+    if call_id:
+        entry["call_id"] = call_id
+    if trace_id:
+        entry["trace_id"] = trace_id
+    if fields:
+        known = secrets.known_values()
+        for field, value in fields.items():
+            if field not in entry:
+                entry[field] = secrets.redact(value, known) if known and isinstance(value, str) else value
+    return entry
 
 
 def iso_time(timestamp: float) -> str:
@@ -124,4 +150,19 @@ def iso_time(timestamp: float) -> str:
 
 
 _second = (-1, "")  # (a second since the epoch, its text): replaced whole, so threads never see half of it
+
+
+def local_time(timestamp: float) -> str:
+    """``2026-11-30 14:18:16,123`` (local time): what text lines say of when, as ``logging.Formatter`` writes it.
+    The text of the second is made once a second, not once a line."""
+    global _local_second
+    whole = int(timestamp)
+    second, text = _local_second
+    if whole != second:
+        text = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(whole))
+        _local_second = (whole, text)
+    return f"{text},{int((timestamp - whole) * 1000):03d}"  # the milliseconds as LogRecord.msecs has them
+
+
+_local_second = (-1, "")
 
