@@ -105,6 +105,10 @@ class Cluster:
             replica.spawn()
         for replica in stopped:
             replica.wait_ready()
+        if stopped and self.nginx.process is not None:
+            # nginx marks a replica it could not reach as down for fail_timeout (10 s): a fresh nginx sends the
+            # next test's requests to every replica again.
+            self.nginx.stop()
         if self.nginx.process is None:
             self.nginx.start()
         self.llm.reset()
