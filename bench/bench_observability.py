@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,7 +33,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_serving import EXAMPLES, Server, _free_port, _pin, measure
+from bench_serving import EXAMPLES, Server, _free_port, _pin, measure, wait_listening
 
 ROWS = ("off", "quiet", "observed", "traced", "exported", "sampled")
 # (row, baseline, target): the targets, and what tracing alone costs over the other consumers.
@@ -71,17 +70,7 @@ class Gateway(Server):
         self.port = _free_port()
         self.process = subprocess.Popen([sys.executable, __file__, "serve", row, str(self.port), str(scratch)],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        deadline = time.monotonic() + 30
-        while True:
-            if self.process.poll() is not None:
-                raise SystemExit(f"the {row} gateway exited with {self.process.returncode}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"the {row} gateway did not start") from None
-                time.sleep(0.05)
+        wait_listening(self.process, self.port, f"the {row} gateway")
 
 
 class Receiver:
