@@ -32,6 +32,7 @@ _lock = threading.Lock()
 _active_dir: Path | None = None
 _loaded_digest: str | None = None
 _plugin_digests: dict[str, str] = {}  # plugin package -> digest of the files its modules were imported from
+_seen_dirs: set[Path] = set()  # every <definitions>/python made importable in this process
 
 
 def trusted_function(target: str, env: BuildEnv) -> Any:
@@ -162,7 +163,11 @@ def _import_trusted(module_name: str, python_dir: Path, env: BuildEnv) -> Module
                 f"add its package to allowed_packages (allowed packages: {allowed})")
     if local:
         refresh_local_modules(python_dir, env.python_digest)
-    module = import_within(module_name, env.python_digest if local else None, env.settings.import_timeout_s)
+        _forget_foreign(module_name, python_dir)
+    # A local import is known by its directory and content: one begun for another directory (an abandoned build's,
+    # a draft check's) is stale here even when the files are the same.
+    digest = f"{python_dir}:{env.python_digest}" if local else None
+    module = import_within(module_name, digest, env.settings.import_timeout_s)
     if isinstance(module, str):
         return module
     if local and not Path(getattr(module, "__file__", None) or "/").resolve().is_relative_to(python_dir):
@@ -239,6 +244,21 @@ def refresh_local_modules(python_dir: Path, digest: str) -> None:
         _forget_bytecode(python_dir)
         importlib.invalidate_caches()
         _active_dir, _loaded_digest = python_dir, digest
+        _seen_dirs.add(python_dir)
+
+
+def _forget_foreign(module_name: str, python_dir: Path) -> None:
+    """Forget a module of that name imported from another definitions directory's python/ after this one became
+    the importable one: a build abandoned when it ran out of time goes on importing in its thread, from its own
+    directory, and what it leaves in ``sys.modules`` must not be taken for this directory's module (nor for an
+    installed one). Installed modules are never touched."""
+    top = module_name.split(".")[0]
+    with _lock:
+        others = _seen_dirs - {python_dir}
+        for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+            file = getattr(sys.modules[name], "__file__", None)
+            if file and any(Path(file).resolve().is_relative_to(other) for other in others):
+                del sys.modules[name]
 
 
 def _forget_bytecode(directory: Path) -> None:

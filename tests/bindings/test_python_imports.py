@@ -82,3 +82,27 @@ async def test_module_hung_at_import_is_a_problem_again_and_imports_once_fixed(w
     catalog = await _build(root)
     from gateway.invoke import invoke
     assert (await invoke(catalog, "t0")).value == "fixed"
+
+
+def test_a_module_another_directorys_abandoned_build_left_behind_is_not_taken_for_this_ones(tmp_path):
+    """A build abandoned past its time limit goes on importing from its own definitions directory; the module it
+    leaves in sys.modules under a shared name is not this directory's, nor an installed module: the next build
+    of this directory imports its own (it was refused as 'the name of an installed module', for every later
+    build of the process)."""
+    import importlib.util
+    import shutil
+
+    from support import EXAMPLES
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    for root in (first, second):
+        shutil.copytree(EXAMPLES, root, ignore=shutil.ignore_patterns("__pycache__"))
+    catalog_for(first)
+    catalog_for(second)  # the importable directory is now the second one
+    spec = importlib.util.spec_from_file_location("time_tools", first / "python" / "time_tools.py")
+    left_behind = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(left_behind)
+    sys.modules["time_tools"] = left_behind  # what the abandoned build's import thread did, late
+    catalog = catalog_for(second)
+    assert "get_time" in catalog.tools
+    assert sys.modules["time_tools"].__file__.startswith(str((second / "python").resolve()))
