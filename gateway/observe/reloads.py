@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..events import Event, Observer
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
     from ..runtime import Gateway
 
 KEPT = 100
+# Ids and problems kept per reload: a broken 8 MiB file can have 100,000 problems, and a hundred such reloads
+# must not hold ten million strings. The rest is counted in a last entry.
+LISTED = 200
 
 
 class Reloads(Observer):
@@ -27,7 +31,7 @@ class Reloads(Observer):
         self._records.append({
             "at": first.at, "ok": first.ok, "changed": first.changed, "version": first.version,
             "duration_ms": round(first.duration_s * 1000, 1), "tools": len(gateway.catalog.tools),
-            "added": [], "removed": [], "modified": [], "problems": [str(p) for p in first.problems],
+            "added": [], "removed": [], "modified": [], "problems": _listed(str(p) for p in first.problems),
             "timed_out": first.timed_out, "trigger": "start", "initial": True,
         })
 
@@ -38,8 +42,8 @@ class Reloads(Observer):
         record = {
             "at": event.at, "ok": data.get("ok"), "changed": data.get("changed"), "version": data.get("version"),
             "duration_ms": round(float(data.get("duration_s") or 0.0) * 1000, 1), "tools": data.get("tools"),
-            "added": list(data.get("added") or ()), "removed": list(data.get("removed") or ()),
-            "modified": list(data.get("modified") or ()), "problems": list(data.get("problems") or ()),
+            "added": _listed(data.get("added") or ()), "removed": _listed(data.get("removed") or ()),
+            "modified": _listed(data.get("modified") or ()), "problems": _listed(data.get("problems") or ()),
             "timed_out": bool(data.get("timed_out")), "trigger": data.get("trigger"), "initial": False,
         }
         with self._lock:
@@ -49,6 +53,14 @@ class Reloads(Observer):
         """The reloads kept, newest first."""
         with self._lock:
             return list(reversed(self._records))
+
+
+def _listed(items: Iterable[str]) -> list[str]:
+    """At most ``LISTED`` of ``items``, then one entry saying how many more there were."""
+    listed = list(items)
+    if len(listed) <= LISTED:
+        return listed
+    return [*listed[:LISTED], f"… and {len(listed) - LISTED} more"]
 
 
 def make(gateway: Gateway) -> Reloads:

@@ -348,3 +348,22 @@ def test_tool_lines_from_parser_events_match_the_documents_positions(text):
     document, _ = parse_yaml("x.yaml", text, DEFAULT_LIMITS)
     expected = [document.position(["tools", index])[0] for index in range(len(document.data["tools"]))]
     assert admin_catalog.item_lines(text) == expected
+
+
+def test_a_reload_with_very_many_problems_keeps_a_bounded_record():
+    """A reload's ids and problems are kept up to LISTED each in the history, the rest counted: a hundred broken
+    reloads of a huge file must not hold millions of strings."""
+    from types import SimpleNamespace
+
+    from gateway.events import Event
+    from gateway.observe.reloads import LISTED, Reloads
+    from gateway.runtime import ReloadOutcome
+
+    gateway = SimpleNamespace(last_reload=ReloadOutcome(True, True, "v1"), catalog=SimpleNamespace(tools={}))
+    reloads = Reloads(gateway)
+    reloads.event(Event("reload", {"ok": False, "problems": [f"f.yaml:{n}:1: bad" for n in range(5_000)],
+                                   "modified": [f"t{n}" for n in range(LISTED)]}))
+    newest = reloads.history()[0]
+    assert newest["problems"][:2] == ["f.yaml:0:1: bad", "f.yaml:1:1: bad"]
+    assert len(newest["problems"]) == LISTED + 1 and newest["problems"][-1] == f"… and {5_000 - LISTED} more"
+    assert newest["modified"] == [f"t{n}" for n in range(LISTED)]
