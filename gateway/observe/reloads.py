@@ -32,7 +32,7 @@ class Reloads(Observer):
             "at": first.at, "ok": first.ok, "changed": first.changed, "version": first.version,
             "duration_ms": round(first.duration_s * 1000, 1), "tools": len(gateway.catalog.tools),
             "added": [], "removed": [], "modified": [], "problems": _listed(str(p) for p in first.problems),
-            "timed_out": first.timed_out, "trigger": "start", "initial": True,
+            "timed_out": first.timed_out, "initial": True,
         })
 
     def event(self, event: Event) -> None:
@@ -44,7 +44,7 @@ class Reloads(Observer):
             "duration_ms": round(float(data.get("duration_s") or 0.0) * 1000, 1), "tools": data.get("tools"),
             "added": _listed(data.get("added") or ()), "removed": _listed(data.get("removed") or ()),
             "modified": _listed(data.get("modified") or ()), "problems": _listed(data.get("problems") or ()),
-            "timed_out": bool(data.get("timed_out")), "trigger": data.get("trigger"), "initial": False,
+            "timed_out": bool(data.get("timed_out")), "initial": False,
         }
         with self._lock:
             self._records.append(record)

@@ -137,7 +137,7 @@ function reloadTable(reloads) {
   return table("Reload history", ["Time", "Trigger", "Outcome", "Duration", "Version", "Tools", "Added", "Removed", "Changed", "Problems"],
     reloads, (r) => [ // newest first, as the gateway keeps them
       time(r.at),
-      r.trigger || (r.initial ? "start" : "—"),
+      r.initial ? "start" : "—",
       h(`span.badge.${r.ok ? "ok" : "bad"}`, r.ok ? (r.changed ? "ok" : "ok, unchanged") : r.timed_out ? "timed out" : "failed"),
       ms(r.duration_ms),
       r.version ? h("code", r.version) : "—",
