@@ -92,11 +92,13 @@ class Gateway:
         self._notify_lock = asyncio.Lock()
         self._next: asyncio.Future[ReloadOutcome] | None = None
         # The first build must succeed: there is nothing older to serve.
+        started = time.perf_counter()
         try:
             self.catalog = self._start_build().result(settings.reload_timeout_s)
         except TimeoutError:
             raise DefinitionsInvalid([self._timeout_problem()]) from None
-        self.last_reload = ReloadOutcome(True, True, self.catalog.version, warnings=self.catalog.warnings)
+        self.last_reload = ReloadOutcome(True, True, self.catalog.version, warnings=self.catalog.warnings,
+                                         duration_s=time.perf_counter() - started)
 
     def http_client(self) -> httpx.AsyncClient:
         """The pooled client every HTTP-bound tool shares; created on first use, closed by ``aclose``."""
