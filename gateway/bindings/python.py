@@ -29,6 +29,7 @@ from .imports import import_within
 from .workers import call_async, call_sync
 
 _lock = threading.Lock()
+_switching = threading.Lock()  # held while one directory's python/ is made importable and imported from
 _active_dir: Path | None = None
 _loaded_digest: str | None = None
 _plugin_digests: dict[str, str] = {}  # plugin package -> digest of the files its modules were imported from
@@ -162,12 +163,16 @@ def _import_trusted(module_name: str, python_dir: Path, env: BuildEnv) -> Module
         return (f"module '{module_name}' is not allowed: put it in {PYTHON_DIR}/ of the definitions directory or "
                 f"add its package to allowed_packages (allowed packages: {allowed})")
     if local:
-        refresh_local_modules(python_dir, env.python_digest)
-        _forget_foreign(module_name, python_dir)
-    # A local import is known by its directory and content: one begun for another directory (an abandoned build's,
-    # a draft check's) is stale here even when the files are the same.
-    digest = f"{python_dir}:{env.python_digest}" if local else None
-    module = import_within(module_name, digest, env.settings.import_timeout_s)
+        # sys.path is the process's: a build of another directory in between (tests run several gateways in one
+        # process) would take this directory off it before the import looked. Switching and importing are one step.
+        with _switching:
+            refresh_local_modules(python_dir, env.python_digest)
+            _forget_foreign(module_name, python_dir)
+            # A local import is known by its directory and content: one begun for another directory (an abandoned
+            # build's, a draft check's) is stale here even when the files are the same.
+            module = import_within(module_name, f"{python_dir}:{env.python_digest}", env.settings.import_timeout_s)
+    else:
+        module = import_within(module_name, None, env.settings.import_timeout_s)
     if isinstance(module, str):
         return module
     if local and not Path(getattr(module, "__file__", None) or "/").resolve().is_relative_to(python_dir):

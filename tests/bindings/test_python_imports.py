@@ -106,3 +106,26 @@ def test_a_module_another_directorys_abandoned_build_left_behind_is_not_taken_fo
     catalog = catalog_for(second)
     assert "get_time" in catalog.tools
     assert sys.modules["time_tools"].__file__.startswith(str((second / "python").resolve()))
+
+
+def test_two_directories_built_at_once_each_import_their_own_modules(tmp_path):
+    """Two gateways in one process (the test suite runs many) building different definitions directories at the
+    same moment: neither takes the other's python/ off sys.path between making its own importable and importing
+    (one build failed with "No module named 'who'" in CI)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    roots = []
+    for name in ("alpha", "beta"):
+        root = tmp_path / name
+        (root / "python").mkdir(parents=True)
+        (root / "python" / f"{name}_mod.py").write_text("def f() -> str:\n    return __name__\n")
+        (root / "tools.yaml").write_text(_tools(f"{name}_mod:f"))
+        roots.append(root)
+
+    def build_often(root):
+        # Each build switches directories (the other thread's build made its own importable), so each imports.
+        return [sorted(catalog_for(root).tools) for _ in range(60)]
+
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = list(pool.map(build_often, roots))
+    assert outcomes == [[["t0"]] * 60, [["t0"]] * 60]
