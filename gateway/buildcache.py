@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from .binding_kinds import PYTHON_DIR
 from .errors import Problem
+from .filebuilds import FileBuilds
 from .filedigests import FileDigests
 
 if TYPE_CHECKING:
@@ -54,6 +55,8 @@ class BuildCache(Generic[T]):
     def __init__(self) -> None:
         self.files = FileDigests()
         self._tools: dict[ToolDefinition, _Built[T]] = {}  # ToolDefinition compares by identity
+        # The latest build's results per file, when it was built file by file (gateway.filebuilds).
+        self.file_builds = FileBuilds()
 
     def python_digest(self, env: BuildEnv) -> str:
         """Digest of ``<definitions>/python/*.py``, computed once per build."""
@@ -90,6 +93,13 @@ class BuildCache(Generic[T]):
         keep = set(definitions)
         if len(self._tools) > len(keep):  # every kept one is cached: only then is anything stale
             self._tools = {d: built for d, built in self._tools.items() if d in keep}
+        self.files.sweep()
+
+    def forget(self, definitions: Iterable[ToolDefinition]) -> None:
+        """Forget the tools of ``definitions`` (their files are gone) and the files no longer read: ``retain``
+        for a build that knows what went."""
+        for definition in definitions:
+            self._tools.pop(definition, None)
         self.files.sweep()
 
     def _script(self, tool: T, env: BuildEnv) -> tuple[str, str] | None:

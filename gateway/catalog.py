@@ -25,14 +25,15 @@ from .errors import DefinitionsInvalid, Problem, UnknownTool
 from .events import NULL_BUS, EventBus
 from .example_checks import example_problems
 from .fastcheck import Check, lazy_check
-from .filters import FilterChains, build_chains
+from .filebuilds import FileBuild, FileBuilds, build_files, per_file
+from .filters import FilterChains, build_chains, shared_filters
 from .hidden_arguments import visible_schema, with_hidden
 from .schemas import compile_validator
 from .settings import Settings
-from .sources import PluginDefinitions, combine
+from .sources import PluginDefinitions, combine, combined_digest
 from .sources.expansion import SourceEnv
 from .sources.plugins import Plugin
-from .sources.select import expand_sources
+from .sources.select import SourceTools, expand_sources
 from .state import SharedState
 from .state.memory import MemoryState
 from .tool_definition import Scope, ToolDefinition
@@ -119,6 +120,8 @@ class Catalog:
     # Each `sources:` entry as /status shows it: id, kind, file, tools, health, stale, error, last_refresh.
     sources: tuple[Mapping[str, Any], ...] = ()
     state: SharedState = field(default_factory=MemoryState)  # where its rate limits are counted (gateway.state)
+    # Its tools file by file, when it was built so (gateway.filebuilds): comparing catalogs costs what changed.
+    parts: tuple[FileBuild, ...] = ()
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
     # Re-entrant: a memoised value may be built from other memoised values (a listing from per-tool entries).
     _memo_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -159,19 +162,24 @@ def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | 
 
     Tools that loaded cleanly are built even when others did not, so one run reports load and build problems
     together. A running gateway passes its ``cache`` so that a reload rebuilds only the tools whose inputs
-    changed; the version is a hash of content either way. ``plugins`` add their tools (``gateway.sources``).
+    changed — and, when no file's tools depend on another's, walks only the files that changed
+    (``gateway.filebuilds``); the version is a hash of content either way. ``plugins`` add their tools
+    (``gateway.sources``).
     """
     env = env or BuildEnv(settings=settings, root=definitions.root)
     cache = cache or BuildCache()
     generated = expand_sources(definitions.sources, _source_env(definitions, settings, env))
+    # Python modules are part of what the catalog serves: a change there is a new version.
+    env.python_digest = cache.python_digest(env)
+    if per_file(definitions, plugins):
+        return _build_per_file(definitions, settings, env, cache, generated)
+    cache.file_builds = FileBuilds()  # what it held may not describe the files this build leaves behind
     combined = combine(definitions, plugins, generated)
     every_problem = [*definitions.problems, *generated.problems, *combined.problems]
     env.warnings = [p for p in every_problem if p.severity != "error"]
     problems: list[Problem] = [p for p in every_problem if p.severity == "error"]
     tools: dict[str, Tool] = {}
     version = hashlib.sha256(combined.digest.encode())
-    # Python modules are part of what the catalog serves: a change there is a new version.
-    env.python_digest = cache.python_digest(env)
     version.update(env.python_digest.encode())
     envs = {id(p): _plugin_env(p, env, cache) for p in plugins}
     for plugin_env in envs.values():
@@ -192,6 +200,25 @@ def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | 
         raise DefinitionsInvalid(sorted(problems, key=lambda p: (p.file, p.line, p.column)))
     return Catalog(tools, version.hexdigest()[:16], definitions.root, settings, tuple(env.warnings), filters,
                    tuple(p.plugin for p in plugins), env.events, generated.status, env.state)
+
+
+def _build_per_file(definitions: Definitions, settings: Settings, env: BuildEnv, cache: BuildCache,
+                    generated: SourceTools) -> Catalog:
+    """The catalog of a definitions directory whose files stand alone, from per-file results: the same
+    catalog, problems and version as the path above gives it."""
+    shared, problems = shared_filters(env, settings.toolset_filters)
+    built = build_files(definitions, env, cache, shared, _build_tool)
+    env.warnings = built.warnings
+    version = hashlib.sha256(combined_digest(definitions, (), generated).encode())
+    version.update(env.python_digest.encode())
+    for part in built.parts:
+        for tool in part.scripts:
+            version.update(cache.script_digest(tool).encode())
+    problems = [*built.problems, *problems]
+    if problems:
+        raise DefinitionsInvalid(sorted(problems, key=lambda p: (p.file, p.line, p.column)))
+    return Catalog(built.tools, version.hexdigest()[:16], definitions.root, settings, tuple(env.warnings),
+                   FilterChains(built.chains), (), env.events, generated.status, env.state, parts=built.parts)
 
 
 def _source_env(definitions: Definitions, settings: Settings, env: BuildEnv) -> SourceEnv:

@@ -31,6 +31,7 @@ from .paths import outside_message, real_inside
 from .schemas import definitions_validator
 from .settings import Settings
 from .tool_definition import Scope, SourceDeclaration, ToolDefinition
+from .toolids import ToolIds
 from .yamlbudget import YamlLimits
 from .yamlsource import ParsedStore, YamlDocument, kept_document, parse_yaml
 
@@ -80,6 +81,7 @@ class Definitions:
     root: Path
     files: tuple[FileDefinitions, ...]
     problems: tuple[Problem, ...]
+    repeated: frozenset[str] = frozenset()  # ids declared more than once (each repeat is one of the problems)
 
     @property
     def tools(self) -> list[ToolDefinition]:
@@ -98,7 +100,6 @@ class Definitions:
     @property
     def digest(self) -> str:
         return hashlib.sha256("".join(f.file + f.digest for f in self.files).encode()).hexdigest()
-
 
 
 def parse_definitions(file: str, text: str, limits: YamlLimits = DEFAULT_LIMITS,
@@ -299,6 +300,7 @@ class DefinitionsCache:
         self._files: dict[tuple[str, str], FileDefinitions] = {}
         self._digests = FileDigests()
         self._plugins: dict[str, DefinitionsCache] = {}
+        self.ids = ToolIds()  # where each id is declared: repeats are found in what changed
 
     def plugin(self, name: str) -> DefinitionsCache:
         """The cache of plugin ``name``'s files: each source keeps (and retains) its own."""
@@ -359,7 +361,8 @@ def load_definitions(root: str | os.PathLike[str], cache: DefinitionsCache | Non
         files.append(parsed)
         problems += parsed.problems
     cache.retain(files)
-    problems += checks.duplicate_ids(tool for f in files for tool in f.tools)
+    repeats, repeated = cache.ids.update(files)
+    problems += repeats
     problems += duplicate_sources(files)
     problems += api_documents(files)
-    return Definitions(root, tuple(files), tuple(problems))
+    return Definitions(root, tuple(files), tuple(problems), repeated)

@@ -138,9 +138,34 @@ class FilterChains:
         return self.by_tool.get(tool_id, ())
 
 
-def build_chains(tools: Iterable[ToolDefinition], env: BuildEnv,
-                 toolset_specs: Mapping[str, Sequence[Any]] | None = None) -> tuple[FilterChains, list[Problem]]:
-    """Resolve the settings', toolsets' and tools' filters once per build; every problem, each where it is."""
+@dataclass(frozen=True)
+class SharedFilters:
+    """The settings' filters and each toolset's, resolved once per build: the parts of chains that no one tool's
+    definition decides."""
+
+    outer: tuple[Filter, ...]
+    by_toolset: Mapping[str, tuple[Filter, ...]]
+
+    def chain(self, definition: ToolDefinition, env: BuildEnv, problems: list[Problem]) -> tuple[Filter, ...]:
+        """The tool's chain, outermost first; its own filters' problems are added to ``problems``."""
+        own = definition.filters
+        inner = _resolve_all(own, env, problems, lambda i, path, message: definition.problem(
+            ["filters", i, *path], message)) if own else ()
+        middle = tuple(f for name, filters in self.by_toolset.items() if name in definition.toolsets for f in filters)
+        chain = self.outer + middle + inner
+        # return_schema: result is the built-in, outermost, so the model reads the value the other filters made.
+        if (definition.return_schema or env.settings.return_schema) == "result" \
+                and all(f.name != _ATTACH.name for f in chain):
+            chain = (_ATTACH, *chain)
+        return chain
+
+
+_ATTACH = Filter("attach_output_schema", BUILTINS["attach_output_schema"]({}))
+
+
+def shared_filters(env: BuildEnv, toolset_specs: Mapping[str, Sequence[Any]] | None = None
+                   ) -> tuple[SharedFilters, list[Problem]]:
+    """Resolve the settings' and the toolsets' filters; every problem, at ``<settings>``."""
     problems: list[Problem] = []
     outer = _resolve_all(env.settings.filters, env, problems, lambda i, path, message: Problem(
         SETTINGS_FILE, 1, 1, f"setting 'filters' [{i}]{_suffix(path)}: {message}"))
@@ -156,18 +181,16 @@ def build_chains(tools: Iterable[ToolDefinition], env: BuildEnv,
             continue
         by_toolset[str(toolset)] = _resolve_all(specs, env, problems, lambda i, path, message, t=toolset: Problem(
             SETTINGS_FILE, 1, 1, f"setting 'toolset_filters' {t} [{i}]{_suffix(path)}: {message}"))
+    return SharedFilters(outer, by_toolset), problems
+
+
+def build_chains(tools: Iterable[ToolDefinition], env: BuildEnv,
+                 toolset_specs: Mapping[str, Sequence[Any]] | None = None) -> tuple[FilterChains, list[Problem]]:
+    """Resolve the settings', toolsets' and tools' filters once per build; every problem, each where it is."""
+    shared, problems = shared_filters(env, toolset_specs)
     chains: dict[str, tuple[Filter, ...]] = {}
-    attach = Filter("attach_output_schema", BUILTINS["attach_output_schema"]({}))
     for definition in tools:
-        own = definition.filters
-        inner = _resolve_all(own, env, problems, lambda i, path, message, d=definition: d.problem(
-            ["filters", i, *path], message)) if own else ()
-        middle = tuple(f for name, filters in by_toolset.items() if name in definition.toolsets for f in filters)
-        chain = outer + middle + inner
-        # return_schema: result is the built-in, outermost, so the model reads the value the other filters made.
-        if (definition.return_schema or env.settings.return_schema) == "result" \
-                and all(f.name != attach.name for f in chain):
-            chain = (attach, *chain)
+        chain = shared.chain(definition, env, problems)
         if chain:
             chains[definition.id] = chain
     return FilterChains(chains), problems

@@ -33,6 +33,7 @@ from .catalog import Catalog, build_catalog
 from .definitions import DefinitionsCache
 from .errors import DefinitionsInvalid, Problem
 from .events import EventBus, Observer
+from .filebuilds import changed_tools
 from .mcp_pool import McpPool
 from .settings import Settings
 from .sources import load_all
@@ -210,12 +211,11 @@ class Gateway:
         """The outcome becomes ``last_reload`` and a ``reload`` event, with the tools it added, removed, changed."""
         self.last_reload = outcome
         now = self.catalog
-        old, new = set(before.tools), set(now.tools)
+        added, removed, modified = changed_tools(before, now)
         self.events.emit("reload", ok=outcome.ok, changed=outcome.changed, version=outcome.version,
                          tools=len(now.tools), duration_s=outcome.duration_s, timed_out=outcome.timed_out,
-                         problems=[str(p) for p in outcome.problems],
-                         added=sorted(new - old), removed=sorted(old - new),
-                         modified=sorted(t for t in new & old if now.tools[t] is not before.tools[t]))
+                         problems=[str(p) for p in outcome.problems], added=added, removed=removed,
+                         modified=modified)
 
     async def execute(self, session: str, tool_id: str, arguments: dict[str, Any], context: Any) -> Any:
         """Browser bindings call this; the live bridge does the work once the server has attached one."""

@@ -107,12 +107,19 @@ def combine(local: Definitions, loaded: Sequence[PluginDefinitions] = (), genera
             problems += [override.problem("tool", f"tool '{tool.id}' after this override: {p.message}")
                          for p in tool_problems]
             tools[override.tool] = (changed, origin)
+    return Combined(tuple(tools.values()), tuple(problems), combined_digest(local, loaded, generated))
+
+
+def combined_digest(local: Definitions, loaded: Sequence[PluginDefinitions] = (),
+                    generated: SourceTools | None = None) -> str:
+    """A digest of every file of every source (each file's name and content digest, in a fixed order) and of
+    what the ``sources:`` generated: what a catalog's version is made of, however the catalog was built."""
     digest = hashlib.sha256(local.digest.encode())
-    if generated:
+    if generated is not None:
         digest.update(f"\0sources\0{generated.digest}".encode())
     for p in loaded:
         digest.update(f"\0{p.plugin.name}\0{p.plugin.version}\0{p.definitions.digest}".encode())
-    return Combined(tuple(tools.values()), tuple(problems), digest.hexdigest())
+    return digest.hexdigest()
 
 
 def _taken(tool: ToolDefinition, earlier: ToolDefinition, *, live: bool) -> Problem:

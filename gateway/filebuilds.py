@@ -1,0 +1,147 @@
+"""A catalog built file by file, so that a rebuild after an edit costs what changed, not what the catalog holds.
+
+When the tools come from the definitions directory alone (no plugins, no ``sources:``, no ``overrides:``, no id
+declared twice), no file's tools depend on another file's: each file's tools, their filter chains and the warnings
+and problems of building them are that file's ``FileBuild``. The loader returns the very same ``FileDefinitions``
+for an unchanged file, so the next build reuses its ``FileBuild`` whole, and builds only the files that came or
+changed. Reuse needs everything else a build reads to be the same (``FileBuilds.key``: the settings, the
+definitions directory and its ``python/`` modules); a file whose build met a problem is built again every time
+(its module may have come since), and so is a file with a browser script (the script may change under it: the
+build cache rebuilds its tool only if it did).
+
+The catalog is then assembled in file order from the per-file results: the same tools, chains, warnings,
+problems and version (a hash of per-file digests, ``gateway.sources.combined_digest``) as a build from scratch.
+``changed_tools`` compares two catalogs by their parts, so the reload event's list of changed tools also costs
+what changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .bindings import BindingProblems
+from .errors import Problem
+
+if TYPE_CHECKING:
+    from .bindings import BuildEnv
+    from .buildcache import BuildCache
+    from .definitions import Definitions, FileDefinitions
+    from .filter_call import Filter
+    from .filters import SharedFilters
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class FileBuild:
+    """What building one file's tools gave."""
+
+    file: FileDefinitions
+    tools: Mapping[str, Any]  # id -> gateway.catalog.Tool, in file order
+    chains: Mapping[str, tuple[Filter, ...]]  # the non-empty filter chains of its tools
+    warnings: tuple[Problem, ...]
+    problems: tuple[Problem, ...]
+    scripts: tuple[Any, ...]  # its tools with a browser script, whose digest is part of the version
+
+    @property
+    def reusable(self) -> bool:
+        return not self.problems and not self.scripts
+
+
+@dataclass
+class FileBuilds:
+    """The latest build's ``FileBuild`` of each file, and what they were built with."""
+
+    key: tuple[Any, ...] | None = None
+    by_file: dict[int, FileBuild] = field(default_factory=dict)  # id(FileDefinitions) -> its build
+
+
+@dataclass(frozen=True, eq=False)
+class Assembled:
+    tools: dict[str, Any]
+    chains: dict[str, tuple[Filter, ...]]
+    warnings: list[Problem]
+    problems: list[Problem]
+    parts: tuple[FileBuild, ...]
+
+
+def per_file(definitions: Definitions, plugins: Sequence[Any]) -> bool:
+    """Whether no file's tools depend on another's, so that the catalog can be built file by file."""
+    return not (plugins or definitions.repeated or any(f.sources or f.overrides for f in definitions.files))
+
+
+def build_files(definitions: Definitions, env: BuildEnv, cache: BuildCache, shared: SharedFilters,
+                build_tool: Callable[[Any, BuildEnv], Any]) -> Assembled:
+    """Every file's tools, reusing the latest build's results for the files that did not change."""
+    state: FileBuilds = cache.file_builds
+    key = (env.settings, str(definitions.root), env.python_digest)
+    fresh = state.key != key or not state.by_file
+    previous = {} if state.key != key else state.by_file
+    warnings = [p for p in definitions.problems if p.severity != "error"]
+    problems = [p for p in definitions.problems if p.severity == "error"]
+    parts: list[FileBuild] = []
+    for file in definitions.files:
+        built = previous.get(id(file))
+        if built is None or built.file is not file or not built.reusable:
+            built = _build_file(file, env, cache, shared, build_tool)
+        parts.append(built)
+    now = {id(part.file): part for part in parts}
+    if fresh:  # the cache may hold tools of files this state never saw (a build of another kind came first)
+        cache.retain(definition for part in parts for definition in part.file.buildable)
+    else:  # only the files that went can have left tools behind (the state holds them: their ids are theirs)
+        cache.forget(definition for id_, part in previous.items() if id_ not in now
+                     for definition in part.file.buildable)
+    state.key, state.by_file = key, now
+    tools: dict[str, Any] = {}
+    chains: dict[str, tuple[Filter, ...]] = {}
+    for part in parts:
+        tools.update(part.tools)
+        chains.update(part.chains)
+        warnings += part.warnings
+        problems += part.problems
+    return Assembled(tools, chains, warnings, problems, tuple(parts))
+
+
+def _build_file(file: FileDefinitions, env: BuildEnv, cache: BuildCache, shared: SharedFilters,
+                build_tool: Callable[[Any, BuildEnv], Any]) -> FileBuild:
+    outer, env.warnings = env.warnings, []  # the warnings this file's tools report, kept with them
+    problems: list[Problem] = []
+    tools: dict[str, Any] = {}
+    try:
+        for definition in file.buildable:
+            try:
+                tool = cache.tool(definition, env, build_tool)
+            except BindingProblems as exc:
+                problems += exc.problems
+                continue
+            tools[tool.id] = tool
+        chains = {}
+        for definition in file.buildable:
+            chain = shared.chain(definition, env, problems)
+            if chain:
+                chains[definition.id] = chain
+        warnings = tuple(env.warnings)
+    finally:
+        env.warnings = outer
+    return FileBuild(file, tools, chains, warnings, tuple(problems),
+                     tuple(tool for tool in tools.values() if tool.script))
+
+
+def changed_tools(before: Any, now: Any) -> tuple[list[str], list[str], list[str]]:
+    """(added, removed, modified) ids from catalog ``before`` to ``now``: a tool is modified when the catalogs
+    hold different objects for it. Catalogs built file by file are compared by the parts that differ."""
+    if before is now:
+        return [], [], []
+    old_tools: Mapping[str, Any] = before.tools
+    new_tools: Mapping[str, Any] = now.tools
+    if before.parts and now.parts:
+        old_parts = {id(part) for part in before.parts}
+        new_parts = {id(part) for part in now.parts}
+        old = {t for part in before.parts if id(part) not in new_parts for t in part.tools}
+        new = {t for part in now.parts if id(part) not in old_parts for t in part.tools}
+        candidates = old | new
+    else:
+        old, new = set(old_tools), set(new_tools)
+        candidates = old & new
+    return (sorted(t for t in new if t not in old_tools), sorted(t for t in old if t not in new_tools),
+            sorted(t for t in candidates if t in old_tools and t in new_tools and old_tools[t] is not new_tools[t]))
