@@ -1,9 +1,9 @@
 """The Starlette app (``create_app``) and ``serve``, which runs it under uvicorn.
 
-The app is the surfaces side by side — REST (``rest.py``), MCP (``mcp.py``), the demo API — behind one Origin
-guard and one JSON error shape. Its lifespan runs the MCP session manager, then any *services* (long-running
-companions such as the definitions watcher, given as ``service(gateway) -> async context manager``), and
-closes the gateway's shared clients last.
+The app is the surfaces side by side — REST (``rest.py``), MCP (``mcp.py``), the demo API — behind one
+middleware (``front.Front``: Origin guard, CORS, version headers) and one JSON error shape. Its lifespan runs the
+MCP session manager, then any *services* (long-running companions such as the definitions watcher, given as
+``service(gateway) -> async context manager``), and closes the gateway's shared clients last.
 """
 
 from __future__ import annotations
@@ -29,9 +29,8 @@ from ..settings import Settings
 from . import admin, chat, client, demo_api, landing, metrics, openapi, rest
 from .connections import server_config
 from .errors import EXCEPTION_HANDLERS
+from .front import Front
 from .mcp import McpSurface
-from .origins import OriginGuard
-from .version_header import CatalogVersionHeader
 
 log = logging.getLogger("gateway.server")
 GRACEFUL_SHUTDOWN_S = 10  # what requests in flight get to finish once the server is told to stop
@@ -61,9 +60,8 @@ def create_app(gateway_or_settings: Gateway | Settings, *, services: Sequence[Se
         routes=[*rest.routes(gateway), *admin.routes(gateway), Route("/mcp", mcp), *chat.routes(gateway),
                 *client.routes(gateway), *openapi.routes(gateway), Mount("/demo", routes=demo_api.routes()),
                 *landing.routes(gateway), *metrics.routes(gateway)],
-        middleware=[Middleware(CatalogVersionHeader, gateway=gateway),
-                    Middleware(OriginGuard, settings=gateway.settings),
-                    Middleware(client.ClientCors, settings=gateway.settings)],
+        # One middleware for the Origin/Host guard, CORS and the version headers: a layer per job cost each call.
+        middleware=[Middleware(Front, gateway=gateway, settings=gateway.settings)],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )

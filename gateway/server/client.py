@@ -7,8 +7,8 @@
 
 None of these needs an API key: a browser cannot send one with ``<script src>`` or a WebSocket, the scripts are
 code that every page using the tools runs anyway, and a bridge session only answers calls from callers that know
-its random id. What keeps other web sites out is the Origin check (``origins.OriginGuard``, which covers the
-WebSocket handshake too and never trusts the ``Host`` header) and ``ClientCors``, which answers CORS for the
+its random id. What keeps other web sites out is the Origin check (``origins``, applied by ``front.Front``, which covers
+the WebSocket handshake too and never trusts the ``Host`` header) and ``ClientCors``, which answers CORS for the
 allowed origins and no others.
 
 Scripts are cached by the catalog version: their ``ETag`` is the version, so a browser revalidates with one
@@ -64,8 +64,8 @@ class ClientCors(CORSMiddleware):
     """CORS answers for the origins the settings allow (``AllowedOrigins``: ``allowed_origins``, or loopback pages
     while that list is empty and auth is off). The gateway's own pages are same-origin and need none.
 
-    It sits inside ``OriginGuard``, which has already refused every other origin with 403; it still checks, so
-    that no order of middleware can make it answer for an origin the settings do not allow.
+    ``front.Front`` hands it the requests that carry an Origin, once its guard has refused every other origin with
+    403; it still checks, so that nothing in front of it can make it answer for an origin the settings do not allow.
     """
 
     def __init__(self, app: ASGIApp, settings: Settings):

@@ -1,4 +1,6 @@
 """Origin and Host validation for every route: what keeps a web page the user visits from driving the gateway.
+``front.Front`` applies it.
+
 
 A browser names the page that sent a request in ``Origin``; requests without one (every non-browser client)
 pass. A page may use the gateway when its origin is
@@ -24,11 +26,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 
-from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Receive, Scope, Send
-
 from ..settings import Settings
-from .errors import error_response
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 LOOPBACK_ORIGINS = tuple(f"{scheme}://{host}:*" for scheme in ("http", "https") for host in LOOPBACK_HOSTS) + tuple(
@@ -38,7 +36,7 @@ LOOPBACK_ORIGINS = tuple(f"{scheme}://{host}:*" for scheme in ("http", "https") 
 class AllowedOrigins:
     """The origins the settings allow: the written list exactly, or loopback pages when it is empty and auth off.
 
-    The gateway's own origin is not among them: it needs no CORS answer, so ``OriginGuard`` adds it alone.
+    The gateway's own origin is not among them: it needs no CORS answer, so ``front.Front`` adds it alone.
     """
 
     def __init__(self, settings: Settings):
@@ -48,32 +46,6 @@ class AllowedOrigins:
     def __contains__(self, origin: str) -> bool:
         return any(origin == allowed or (allowed.endswith(":*") and _with_port(origin, allowed[:-1]))
                    for allowed in self.patterns)
-
-
-class OriginGuard:
-    """Pure ASGI middleware (no per-request objects beyond a header lookup)."""
-
-    def __init__(self, app: ASGIApp, settings: Settings):
-        self.app = app
-        self.allowed = AllowedOrigins(settings)
-        self.check_host = not settings.auth_enabled
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] in ("http", "websocket"):  # a WebSocket handshake is refused with the same HTTP answer
-            headers = Headers(scope=scope)
-            if self.check_host:
-                host = headers.get("host", "")
-                if not _host_is_loopback(host):
-                    await error_response(421, f"Host '{host}' is not a loopback name: with no API keys configured "
-                                              "the gateway answers to localhost only.")(scope, receive, send)
-                    return
-            origin = headers.get("origin")
-            server = scope.get("server")
-            if origin and origin not in self.allowed and origin not in served_at(tuple(server) if server else None):
-                await error_response(403, f"Origin '{origin}' is not allowed; add it to the allowed_origins "
-                                          "setting.")(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
 
 
 @functools.lru_cache(maxsize=64)  # one entry per local address the gateway listens on
@@ -105,6 +77,6 @@ def _with_port(origin: str, prefix: str) -> bool:
     return origin.startswith(prefix) and origin[len(prefix):].isdigit()
 
 
-def _host_is_loopback(host: str) -> bool:
+def host_is_loopback(host: str) -> bool:
     name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
     return name in LOOPBACK_HOSTS

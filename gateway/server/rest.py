@@ -2,7 +2,8 @@
 
 Every handler reads ``gateway.catalog`` once and answers from that snapshot, so a reload in the middle of a
 request never mixes two catalogs. Listings carry the catalog version as their ``ETag`` and answer
-``If-None-Match`` with 304; the bodies are computed once per catalog (``Catalog.memo``) and sent as bytes.
+``If-None-Match`` with 304; the bodies are computed once per catalog (``Catalog.memo``) and sent as bytes,
+gzip-compressed (once, beside them) for a client whose ``Accept-Encoding`` takes gzip.
 """
 
 from __future__ import annotations
@@ -23,17 +24,21 @@ from ..rate_limits import retry_after_seconds
 from ..runtime import Gateway
 from .auth import Caller, authenticate
 from .bodies import parse_json, read_body
+from .compression import MIN_BYTES, ONCE_LEVEL, accepts_gzip, gzipped
 from .errors import dumps, error_response, json_response
+
+LISTING_VARY = "Accept-Encoding, Authorization"
+GZIP = {"Content-Encoding": "gzip"}
 
 
 def routes(gateway: Gateway) -> list[Route]:
     api = RestApi(gateway)
-    return [
+    return [  # calls first: the router tries each path in turn, and calls are most of the traffic
+        Route("/tools/{tool_id}/call", api.call_tool, methods=["POST"]),
+        Route("/tools/{tool_id}", api.get_tool, methods=["GET"]),
+        Route("/tools", api.list_tools, methods=["GET"]),
         Route("/healthz", api.healthz, methods=["GET"]),
         Route("/status", api.status, methods=["GET"]),
-        Route("/tools", api.list_tools, methods=["GET"]),
-        Route("/tools/{tool_id}", api.get_tool, methods=["GET"]),
-        Route("/tools/{tool_id}/call", api.call_tool, methods=["POST"]),
     ]
 
 
@@ -77,10 +82,11 @@ class RestApi:
         return json_response(body)
 
     async def list_tools(self, request: Request) -> Response:
-        """``{"tools": [...]}``; ``?format=`` gives a provider's declarations, ``?toolset=``/``?tag=`` filter."""
+        """``{"tools": [...]}``; ``?format=`` gives a provider's declarations, ``?toolset=``/``?tag=`` filter.
+        gzip-compressed for a client that accepts it (``compression``)."""
         caller = self.caller(request)
         catalog = self.gateway.catalog
-        headers = _cache_headers(catalog)
+        headers = _cache_headers(catalog, LISTING_VARY)
         if not_modified(request, headers["ETag"]):
             return Response(status_code=304, headers=headers)
         query = request.query_params
@@ -96,20 +102,28 @@ class RestApi:
             rendered = render_tools(tools, fmt)  # each tool's rendering is memoised on the tool
             return dumps({"format": fmt, "tools": rendered.tools, "diagnostics": rendered.diagnostics})
 
+        gzip = accepts_gzip(request.headers.get("accept-encoding"))
         if toolsets or tags:
             body = listing()
-        else:  # the common case: one body per catalog, format and key's toolsets
-            body = catalog.memo(("rest", fmt, caller.toolsets), listing)
+            if gzip and len(body) >= MIN_BYTES:
+                body, headers = gzipped(body), headers | GZIP
+        else:  # the common case: one body per catalog, format and key's toolsets, and its gzip beside it
+            key = ("rest", fmt, caller.toolsets)
+            body = catalog.memo(key, listing)
+            if gzip and len(body) >= MIN_BYTES:
+                plain = body
+                body, headers = catalog.memo((*key, "gzip"), lambda: gzipped(plain, ONCE_LEVEL)), headers | GZIP
         return Response(body, headers=headers, media_type="application/json")
 
     async def get_tool(self, request: Request) -> Response:
         caller = self.caller(request)
         catalog = self.gateway.catalog
         tool = caller.tool(catalog, request.path_params["tool_id"])
-        headers = _cache_headers(catalog)
+        headers = _cache_headers(catalog, "Authorization")
         if not_modified(request, headers["ETag"]):
             return Response(status_code=304, headers=headers)
-        return Response(dumps(tool.describe()), headers=headers, media_type="application/json")
+        return Response(tool.memo("rest:describe", lambda: dumps(tool.describe())), headers=headers,
+                        media_type="application/json")
 
     async def call_tool(self, request: Request) -> Response:
         """Run one call: 200 with the result (``is_error`` for argument and tool failures), 429 with
@@ -118,21 +132,38 @@ class RestApi:
         catalog = self.gateway.catalog
         tool = caller.tool(catalog, request.path_params["tool_id"])
         arguments = _parse_body(await read_body(request, self.settings.max_body_bytes))
-        headers = request.headers
+        sent = _context_headers(request.scope["headers"])
+        session = sent.get("session")
         context = CallContext(
-            conversation_id=headers.get("x-conversation-id"),
-            user=caller.user(headers.get("x-user")),
-            session=headers.get("x-gateway-session"),
-            side="client" if headers.get("x-gateway-session") else "server",  # a named page runs scope-all tools
+            conversation_id=sent.get("conversation_id"),
+            user=caller.user(sent.get("user")),
+            session=session,
+            side="client" if session else "server",  # a named page runs scope-all tools
             surface="rest",
             caller=caller.name,
-            traceparent=headers.get("traceparent"),
+            traceparent=sent.get("traceparent"),
         )
         result = await invoke(catalog, tool.id, arguments, context)
         if result.retry_after_s is not None:
             return error_response(429, result.text, {"Retry-After": str(retry_after_seconds(result.retry_after_s))},
                                   result=result.as_dict())
         return Response(dumps(result.as_dict()), media_type="application/json")
+
+
+# The headers a call's context takes, by their raw (lowercase) names.
+CONTEXT_HEADERS = {b"x-conversation-id": "conversation_id", b"x-user": "user", b"x-gateway-session": "session",
+                   b"traceparent": "traceparent"}
+
+
+def _context_headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """The context headers a request sent (the first of each, as ``Headers.get`` reads them), in one pass over its
+    raw headers: a lookup per name would walk them all, and raise and catch a KeyError per absent one."""
+    sent: dict[str, str] = {}
+    for name, value in raw:
+        field = CONTEXT_HEADERS.get(name)
+        if field is not None and field not in sent:
+            sent[field] = value.decode("latin-1")
+    return sent
 
 
 def _parse_body(body: bytes) -> Any:
@@ -145,9 +176,11 @@ def _listed(values: list[str]) -> list[str]:
     return [item.strip() for value in values for item in value.split(",") if item.strip()]
 
 
-def _cache_headers(catalog: Catalog) -> dict[str, str]:
-    # The body also depends on the caller's key, so caches must keep one copy per Authorization header.
-    return {"ETag": f'"{catalog.version}"', "Vary": "Authorization", "Cache-Control": "no-cache"}
+def _cache_headers(catalog: Catalog, vary: str) -> dict[str, str]:
+    # The body also depends on the caller's key, so caches must keep one copy per Authorization header (and per
+    # Accept-Encoding where the body may be compressed). One dict per catalog: Response only reads it.
+    return catalog.memo(("rest:headers", vary), lambda: {"ETag": f'"{catalog.version}"', "Vary": vary,
+                                                          "Cache-Control": "no-cache"})
 
 
 def not_modified(request: Request, etag: str) -> bool:

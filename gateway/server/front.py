@@ -1,0 +1,116 @@
+"""``Front``: the one middleware in front of every route. It does, per request, what three middlewares did:
+
+- the Origin and Host guard (``origins``): 421 for a non-loopback ``Host`` while auth is off, 403 for an origin
+  that is neither allowed nor the gateway's own — WebSocket handshakes included;
+- CORS (``client.ClientCors``) for the allowed origins;
+- ``X-Catalog-Version`` and ``X-Gateway-Replica`` on every HTTP response (``version_header``), the guard's
+  refusals included.
+
+Why one: each middleware layer was a coroutine, a ``Headers`` object and a ``send`` wrapper per request, on every
+call. Here the request's raw headers are read in one pass, the headers to add are encoded once per catalog, and a
+request without ``Origin`` (every client but a browser) gets a single ``send`` wrapper that adds the version headers
+and the ``Vary: Origin`` CORS would add. A request with ``Origin`` goes through Starlette's CORS middleware
+unchanged, so browsers see exactly its answers (preflights, ``Access-Control-*``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..settings import Settings
+from .client import ClientCors
+from .errors import error_response
+from .origins import AllowedOrigins, host_is_loopback, served_at
+from .version_header import version_headers
+
+VARY = b"vary"
+
+
+class Front:
+    """Pure ASGI: no response buffering, no per-request objects beyond one closure."""
+
+    def __init__(self, app: ASGIApp, gateway: Any, settings: Settings):
+        self.app = app
+        self.gateway = gateway  # gateway.server's Gateway: its catalog and replica id name every response
+        self.allowed = AllowedOrigins(settings)
+        self.check_host = not settings.auth_enabled
+        self.cors = ClientCors(app, settings)  # browsers only: its answers, exactly
+        self._added: tuple[Any, Any, list[tuple[bytes, bytes]]] = (None, None, [])
+
+    def added(self) -> list[tuple[bytes, bytes]]:
+        """The version headers, encoded once per catalog and replica registry."""
+        catalog, replicas = self.gateway.catalog, self.gateway.replicas
+        known_catalog, known_replicas, added = self._added
+        if catalog is not known_catalog or replicas is not known_replicas:
+            added = version_headers(catalog.version, replicas)
+            self._added = (catalog, replicas, added)
+        return added
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind != "http" and kind != "websocket":  # lifespan
+            await self.app(scope, receive, send)
+            return
+        host = origin = None
+        for name, value in scope["headers"]:  # the first of each, as Starlette's Headers.get reads them
+            if name == b"host":
+                if host is None:
+                    host = value
+            elif name == b"origin" and origin is None:
+                origin = value
+        # The version when the request arrived: a reload during the request does not change what it used.
+        added = self.added() if kind == "http" else None
+        refusal = self.refusal(scope, host, origin)
+        if refusal is not None:
+            await error_response(*refusal)(scope, receive, send if added is None else _adding(send, added))
+            return
+        if added is None:  # a WebSocket handshake that passed the guard: CORS is not for WebSockets
+            await self.app(scope, receive, send)
+        elif origin is None:  # every non-browser client
+            await self.app(scope, receive, _adding(send, added, vary_origin=True))
+        else:
+            await self.cors(scope, receive, _adding(send, added))
+
+    def refusal(self, scope: Scope, host: bytes | None, origin: bytes | None) -> tuple[int, str] | None:
+        """The status and message refusing this request, or None when it may pass."""
+        if self.check_host:
+            name = host.decode("latin-1") if host is not None else ""
+            if not host_is_loopback(name):
+                return 421, (f"Host '{name}' is not a loopback name: with no API keys configured the gateway answers "
+                             "to localhost only.")
+        if origin:
+            text = origin.decode("latin-1")
+            server = scope.get("server")
+            if text not in self.allowed and text not in served_at(tuple(server) if server else None):
+                return 403, f"Origin '{text}' is not allowed; add it to the allowed_origins setting."
+        return None
+
+
+def _adding(send: Send, added: list[tuple[bytes, bytes]], *, vary_origin: bool = False) -> Send:
+    """``send``, adding ``added`` to the response start; with ``vary_origin``, also ``Origin`` to its ``Vary``
+    (as CORS does for a request without an allowed origin: the answer would differ for one with it)."""
+
+    async def send_adding(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", ()))
+            if vary_origin:
+                _vary_origin(headers)
+            headers += added
+            message["headers"] = headers
+        await send(message)
+
+    return send_adding
+
+
+def _vary_origin(headers: list[tuple[bytes, bytes]]) -> None:
+    """Add ``Origin`` to the response's ``Vary``: one header, where the first was (Starlette's CORS, exactly)."""
+    found = [index for index, (name, _) in enumerate(headers) if name == VARY]
+    if not found:
+        headers.append((VARY, b"Origin"))
+        return
+    value = b", ".join([*(headers[index][1] for index in found), b"Origin"])
+    for index in reversed(found[1:]):
+        del headers[index]
+    headers[found[0]] = (VARY, value)
