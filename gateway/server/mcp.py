@@ -13,34 +13,27 @@ only answers ``tools/list`` and ``tools/call`` from ``gateway.catalog`` and tell
   anywhere (not UTF-8, duplicate keys, lone surrogates) is a parse error, and a request whose id is not a
   string or an integer is an Invalid Request (-32600, ``"id": null``, HTTP 400) on both revisions, where the
   2025-11-25 transport would answer 202 and nothing. A client gone mid-body is one debug line.
+- a single ``tools/call`` or ``tools/list`` request in the plainest form real clients send is answered by the
+  fast path (``gateway.server.mcp_fast``) with the same handlers, checks and bytes, without the SDK's per-request
+  machinery; everything else goes to the SDK.
 - catalog changes: every 2025-11-25 session hears ``notifications/tools/list_changed`` on its GET stream, and
   every 2026-07-28 ``subscriptions/listen`` stream gets the same event from the subscription bus.
 
-Responses are JSON, not SSE (``json_response=True``): a tool call here sends no progress notifications, and a
-JSON body costs a fraction of an SSE stream per request. Sessions stay stateful so that 2025-11-25 clients
-have a GET stream to hear about changes on.
+The SDK's server side (``gateway.server.mcp_sdk``) costs ~0.5 s of CPU to import, so it is imported in a thread
+when the app starts, and only a request that needs it waits for it: REST and the fast path serve at once.
+The fast path needs only ``mcp_types`` (imported first, in the same thread).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
-from mcp.server._otel import OpenTelemetryMiddleware
-from mcp.server.caching import CacheHint
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.lowlevel import NotificationOptions, Server
-from mcp.server.models import InitializationOptions
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
-from mcp.server.transport_security import TransportSecuritySettings
-from mcp.shared.exceptions import MCPError
-from mcp.shared.inbound import X_MCP_HEADER_KEY
-from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, CallToolRequestParams, PaginatedRequestParams
 from opentelemetry import trace
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -58,33 +51,22 @@ from ..runtime import Gateway
 from .auth import SCOPE_KEY, Caller, authenticate, unknown_tool
 from .bodies import parse_json, read_body
 from .errors import dumps, gateway_error, refused
-from .mcp_sessions import SharedSessions
+from .mcp_fast import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, FastPath, ProtocolError, Types, import_types
 from .release import release
+
+if TYPE_CHECKING:
+    from .mcp_sdk import SdkServer
 
 log = logging.getLogger("gateway.mcp")
 PAGE_SIZE = 500
 TRACEPARENT_META = "traceparent"  # _meta key of a W3C trace context (the MCP SDK's own key), before the header
 SESSION_META = "gateway/session"  # _meta key naming the browser bridge session that may run client tools
 CONVERSATION_META = "gateway/conversation_id"
+X_MCP_HEADER_KEY = "x-mcp-header"  # the SDK's schema annotation for Mcp-Param-* headers (mcp.shared.inbound)
 
 
 def _version() -> str:
     return release() or "0"
-
-
-class _GatewayServer(Server[Any]):
-    """The low-level Server, advertising ``tools.listChanged`` to handshake-era clients too.
-
-    The streamable-HTTP manager builds each session's ``initialize`` result from
-    ``create_initialization_options()`` without arguments, so the default is where the flag must be set.
-    (2026-07-28 clients see it because ``subscriptions/listen`` is served.)
-    """
-
-    def create_initialization_options(self, notification_options: NotificationOptions | None = None,
-                                      experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-                                      extensions: dict[str, dict[str, Any]] | None = None) -> InitializationOptions:
-        return super().create_initialization_options(notification_options or NotificationOptions(tools_changed=True),
-                                                     experimental_capabilities, extensions)
 
 
 class McpSurface:
@@ -92,47 +74,68 @@ class McpSurface:
 
     def __init__(self, gateway: Gateway):
         self.gateway = gateway
-        self.bus = InMemorySubscriptionBus()
-        self.listen = ListenHandler(self.bus)
-        self.server = _GatewayServer(
-            "tool-gateway",
-            version=_version(),
-            title="Tool gateway",
-            on_list_tools=self.list_tools,
-            on_call_tool=self.call_tool,
-            on_subscriptions_listen=self.listen,
-            get_tool_input_schema=self.input_schema,
-            # 2026-07-28 clients may cache listings: not across keys (each sees its toolsets), and never past a
-            # reload, which they hear about through subscriptions/listen.
-            cache_hints={"tools/list": CacheHint(ttl_ms=0, scope="private")},
-        )
         # The SDK wraps every message in an OpenTelemetry span; with no tracer provider configured (before the
-        # app is built) that span is a no-op costing ~7% of a tools/call, so it is dropped.
-        if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
-            self.server.middleware = [m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
-        self.server.middleware.append(self.track_connection)
-        # Handshake-era connections with a session (and so a GET stream), by the SDK's Connection object.
-        self.connections: set[Any] = set()
-        self.manager = StreamableHTTPSessionManager(
-            self.server, json_response=True, max_request_body_size=gateway.settings.max_body_bytes,
-            # Host and Origin are checked app-wide (origins.OriginGuard); given explicitly, the SDK's settings
-            # are not rebuilt (a pydantic model) on every request.
-            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
-        # 2025-11-25 sessions any replica serves, from records in the shared state (gateway.server.mcp_sessions).
-        self.sessions = SharedSessions(gateway.state, self.manager, self.connections)
+        # app is built) that span is a no-op costing ~7% of a tools/call, so it is dropped — and then nothing of
+        # the SDK's per-request work is left that the fast path would skip. With a provider, every request takes
+        # the SDK (and its span).
+        self.traced = not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+        self.version = _version()
+        self.fast = FastPath(self)
+        self.sdk: SdkServer | None = None  # once imported and running (``run``)
+        self._types_ready: asyncio.Future[Types] | None = None
+        self._sdk_ready: asyncio.Future[SdkServer] | None = None
         gateway.on_change(self.catalog_changed)
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
-        async with self.manager.run(), self.sessions.running():
-            try:
-                yield
-            finally:
-                self.listen.close()
+        """The SDK's lifetime: imported in a thread, then run in a task of its own until the app stops."""
+        stop = asyncio.Event()
+        self._types_ready = asyncio.get_running_loop().create_future()
+        self._sdk_ready = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(self._serve_sdk(stop), name="mcp-sdk")
+        try:
+            yield
+        finally:
+            stop.set()
+            if not self._sdk_ready.done():
+                task.cancel()  # still importing: nothing runs yet that needs a graceful end
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _serve_sdk(self, stop: asyncio.Event) -> None:
+        assert self._types_ready is not None and self._sdk_ready is not None
+        try:
+            types = await asyncio.to_thread(import_types)
+            self.fast.types_loaded(types)
+            self._types_ready.set_result(types)
+            sdk = (await asyncio.to_thread(_import_sdk)).SdkServer(self)
+            async with sdk.run():
+                self.sdk = sdk
+                self._sdk_ready.set_result(sdk)
+                await stop.wait()
+        except BaseException as exc:
+            for future in (self._types_ready, self._sdk_ready):
+                if future.done():
+                    continue
+                if isinstance(exc, Exception):
+                    future.set_exception(exc)
+                else:
+                    future.cancel()
+            raise
+        finally:
+            self.sdk = None
+
+    async def loaded_sdk(self) -> SdkServer:
+        """The SDK's server, once imported and running (the first requests after a start wait for it)."""
+        return self.sdk or await _awaited(self._sdk_ready)
+
+    async def loaded_types(self) -> Types:
+        """What the fast path needs of ``mcp_types``, once imported (the first requests after a start wait)."""
+        return self.fast.types or await _awaited(self._types_ready)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Authenticate, leave the caller in the scope for the handlers, screen a POSTed message, and hand over
-        to the SDK."""
+        """Authenticate, leave the caller in the scope for the handlers, screen a POSTed message, answer it on
+        the fast path when it can, and hand over to the SDK otherwise."""
         client = scope.get("client")
         body = None
         try:
@@ -144,19 +147,31 @@ class McpSurface:
         if scope["method"] == "POST":
             try:
                 body = await read_body(Request(scope, receive), self.gateway.settings.max_body_bytes)
-                screen_message(body)
+                message = screen_message(body)
             except GatewayError as exc:
                 await _jsonrpc_error(exc, scope, receive, send)
                 return
+            if await self.fast.answer(scope, receive, send, message):
+                return
             receive = _replay(body, receive)
-        await self.sessions.handle(scope, receive, send, body, scope[SCOPE_KEY].name)
+        sdk = await self.loaded_sdk()
+        await sdk.sessions.handle(scope, receive, send, body, scope[SCOPE_KEY].name)
 
-    # -- handlers -------------------------------------------------------------------------------------------
+    # -- handlers (the SDK's and the fast path's) -----------------------------------------------------------
 
-    async def list_tools(self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams) -> dict[str, Any]:
+    def list_view(self, caller: Caller, headers: Headers, params: Any) -> tuple[Catalog, tuple[Any, ...], int]:
+        """What a ``tools/list`` lists: the catalog, which of its ``visible`` lists, and where the page starts."""
         catalog = self.gateway.catalog
-        tools = self.visible(catalog, _caller(ctx), _session(ctx, params.meta))
-        start = _offset(params.cursor, len(tools))
+        key = _visible_key(caller, _session(headers, params.meta))
+        return catalog, key, _offset(params.cursor, len(self.visible(catalog, key, caller)))
+
+    def page_key(self, key: tuple[Any, ...], start: int) -> tuple[Any, ...] | None:
+        """How a page is known in the catalog's memo, for one that starts where this surface's pages start (not
+        for one at a cursor a client made up: those would be unbounded)."""
+        return None if start % PAGE_SIZE else ("mcp:page", key, start, PAGE_SIZE)
+
+    def list_page(self, catalog: Catalog, key: tuple[Any, ...], start: int, caller: Caller) -> dict[str, Any]:
+        tools = self.visible(catalog, key, caller)
         entries = self.entries(catalog)
         page: dict[str, Any] = {"tools": [entries[tool.id] for tool in tools[start:start + PAGE_SIZE]],
                                 "resultType": "complete"}
@@ -164,15 +179,15 @@ class McpSurface:
             page["nextCursor"] = str(start + PAGE_SIZE)
         return page
 
-    async def call_tool(self, ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> dict[str, Any]:
+    async def call_tool(self, caller: Caller, headers: Headers, request_id: Any, params: Any) -> dict[str, Any]:
         catalog = self.gateway.catalog
-        caller = _caller(ctx)
         tool = catalog.tools.get(params.name)
         # A tool the key may not use is unknown to it, as on REST: neither told apart nor suggested.
         if tool is None or tool.id not in self.entries(catalog) or not caller.may_use(tool):
-            known = [t.id for t in self.visible(catalog, caller, _session(ctx, params.meta))]
-            raise MCPError(INVALID_PARAMS, str(unknown_tool(params.name, known)))
-        result = await invoke(catalog, tool.id, params.arguments, _context(ctx, caller, params.meta))
+            key = _visible_key(caller, _session(headers, params.meta))
+            known = [t.id for t in self.visible(catalog, key, caller)]
+            raise ProtocolError(INVALID_PARAMS, str(unknown_tool(params.name, known)))
+        result = await invoke(catalog, tool.id, params.arguments, _context(headers, caller, request_id, params.meta))
         return self.call_result(tool, result)
 
     def input_schema(self, name: str) -> Any:
@@ -191,10 +206,10 @@ class McpSurface:
         """MCP tool entries by id, once per catalog; a tool MCP cannot express is absent (logged once)."""
         return catalog.memo("mcp:entries", lambda: _entries(catalog))
 
-    def visible(self, catalog: Catalog, caller: Caller, session: str | None) -> list[Tool]:
+    def visible(self, catalog: Catalog, key: tuple[Any, ...], caller: Caller) -> list[Tool]:
         # Once per catalog and kind of caller (what may_use reads): walking 10,000 tools took ~50 ms a listing.
-        key = ("mcp:visible", caller.auth, caller.key is not None, caller.toolsets, bool(session))
         entries = self.entries(catalog)
+        session = key[-1]
         return catalog.memo(key, lambda: [
             tool for tool in catalog.tools.values()
             if tool.id in entries and (tool.scope.runs_on_server or session) and caller.may_use(tool)
@@ -207,30 +222,25 @@ class McpSurface:
             body["structuredContent"] = mcp_format.structured_content(tool, result.value)
         return body
 
-    # -- change notifications -------------------------------------------------------------------------------
-
-    async def track_connection(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
-        """Server middleware: remember each live handshake-era session, to tell it when the tools change.
-
-        The SDK offers a handler no public handle on its connection's lifetime; ``ServerSession`` keeps the
-        ``Connection`` as ``_connection`` (mcp 2.3). Its ``exit_stack`` unwinds when the session ends, which is
-        when we forget it. Sessionless connections (2026-07-28, stateless) have no stream to notify.
-        """
-        connection = ctx.session._connection
-        if connection.session_id is not None and connection not in self.connections:
-            self.connections.add(connection)
-            connection.exit_stack.callback(self.connections.discard, connection)
-        return await call_next(ctx)
-
     async def catalog_changed(self, catalog: Catalog) -> None:
-        async with anyio.create_task_group() as group:
-            for connection in list(self.connections):
-                group.start_soon(connection.send_tool_list_changed)  # best effort: never raises
-        await self.bus.publish(ToolsListChanged())
+        if self.sdk is not None:  # before the SDK runs, no session or listen stream exists to tell
+            await self.sdk.catalog_changed()
 
 
-def screen_message(body: bytes) -> None:
-    """Refuse, before the SDK reads it, a POSTed message the SDK would mishandle.
+async def _awaited(future: asyncio.Future[Any] | None) -> Any:
+    if future is None:
+        raise RuntimeError("the MCP surface is not running: serve the app with its lifespan")
+    return await asyncio.shield(future)
+
+
+def _import_sdk() -> Any:
+    from . import mcp_sdk
+
+    return mcp_sdk
+
+
+def screen_message(body: bytes) -> Any:
+    """The POSTed message, refused before the SDK reads it when the SDK would mishandle it.
 
     The body is parsed as every gateway body is (``parse_json``: UTF-8, no duplicate keys, no lone surrogates).
     A request (it has a ``method``) whose ``id`` is not a string or an integer — MCP allows no null id, and a
@@ -243,6 +253,7 @@ def screen_message(body: bytes) -> None:
         if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
             raise InvalidRequest(f"Invalid Request: a request's id must be a string or an integer, not "
                                  f"{got(request_id)}.")
+    return message
 
 
 class InvalidRequest(BadRequest):
@@ -277,30 +288,30 @@ def _entries(catalog: Catalog) -> dict[str, dict[str, Any]]:
     return entries
 
 
-def _caller(ctx: ServerRequestContext[Any]) -> Caller:
-    return ctx.request.scope[SCOPE_KEY]
+def _visible_key(caller: Caller, session: str | None) -> tuple[Any, ...]:
+    """What of a caller decides which tools it sees (what ``may_use`` reads, and whether it names a session)."""
+    return "mcp:visible", caller.auth, caller.key is not None, caller.toolsets, bool(session)
 
 
-def _session(ctx: ServerRequestContext[Any], meta: Any) -> str | None:
+def _session(headers: Headers, meta: Any) -> str | None:
     """The browser bridge session a request names: ``_meta["gateway/session"]``, else ``X-Gateway-Session``."""
-    return _meta_text(meta, SESSION_META) or ctx.request.headers.get("x-gateway-session")
+    return _meta_text(meta, SESSION_META) or headers.get("x-gateway-session")
 
 
 def _meta_text(meta: Any, key: str) -> str | None:
     """A gateway ``_meta`` entry, which must be a string when present (else INVALID_PARAMS naming it)."""
     value = (meta or {}).get(key)
     if value is not None and not isinstance(value, str):
-        raise MCPError(INVALID_PARAMS, f'_meta["{key}"] must be a string, not {type(value).__name__}.')
+        raise ProtocolError(INVALID_PARAMS, f'_meta["{key}"] must be a string, not {type(value).__name__}.')
     return value
 
 
-def _context(ctx: ServerRequestContext[Any], caller: Caller, meta: Any) -> CallContext:
-    headers = ctx.request.headers
-    session = _session(ctx, meta)
+def _context(headers: Headers, caller: Caller, request_id: Any, meta: Any) -> CallContext:
+    session = _session(headers, meta)
     return CallContext(
         conversation_id=_meta_text(meta, CONVERSATION_META) or headers.get("x-conversation-id"),
         user=caller.user(headers.get("x-user")),
-        tool_call_id=str(ctx.request_id) if ctx.request_id is not None else None,
+        tool_call_id=str(request_id) if request_id is not None else None,
         session=session,
         side="client" if session else "server",  # a named page runs scope-all tools
         surface="mcp",
@@ -314,6 +325,5 @@ def _offset(cursor: str | None, total: int) -> int:
     if cursor is None:
         return 0
     if not cursor.isdigit():
-        raise MCPError(INVALID_PARAMS, f"Invalid cursor {cursor!r}: list the tools again from the start.")
+        raise ProtocolError(INVALID_PARAMS, f"Invalid cursor {cursor!r}: list the tools again from the start.")
     return min(int(cursor), total)
-

@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -50,6 +51,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from ..state import SharedState, StateUnavailable
 from .errors import dumps
+from .mcp_fast import FastSession
 
 log = logging.getLogger("gateway.mcp")
 RECORD = "mcp-session:"
@@ -62,10 +64,12 @@ RETRY_LISTEN_S = 1.0  # between attempts to listen for closed sessions while the
 class SharedSessions:
     """The session records of one MCP surface, and the requests served from them."""
 
-    def __init__(self, state: SharedState, manager: StreamableHTTPSessionManager, connections: set[Any]):
+    def __init__(self, state: SharedState, manager: StreamableHTTPSessionManager, connections: set[Any],
+                 held: dict[str, Connection]):
         self.state = state
         self.manager = manager
-        self.connections = connections  # McpSurface's: connections to tell when the tools change
+        self.connections = connections  # SdkServer's: connections to tell when the tools change
+        self.held = held  # SdkServer's: the connection of each session held here, by its id
         self.renewed: dict[str, float] = {}  # session id -> when its record was last renewed from here
         self.opened: dict[str, bytes] = {}  # session id -> its record, for sessions opened here (to store again)
         self.streams: dict[str, set[StreamableHTTPServerTransport]] = {}  # GET streams served here from records
@@ -106,6 +110,46 @@ class SharedSessions:
         if not deleting:
             self._used(session_id)
 
+    async def fast_session(self, session_id: str, owner: str | None) -> FastSession | None:
+        """The session a fast-path request names, when ``handle`` would serve it as the SDK does (held here,
+        initialised and not ended; or from another replica's record opened with the same key); else None, and
+        the request goes to ``handle``."""
+        transport = self.manager._server_instances.get(session_id)
+        if transport is not None:
+            connection = self.held.get(session_id)
+            idle = transport.idle_scope
+            if (connection is None or not connection.initialize_accepted or transport.is_terminated
+                    or session_id in self.manager._session_owners or (idle is not None and idle.cancel_called)):
+                return None
+            return FastSession(connection.protocol_version, True, lambda: self._serving(session_id, transport))
+        if not SESSION_ID_PATTERN.fullmatch(session_id):
+            return None
+        try:
+            record = await self._record(session_id, owner, quiet=True)
+        except StateUnavailable:
+            return None
+        if record is None:
+            return None
+        return FastSession(record["version"], False, lambda: self._serving(session_id, None))
+
+    @contextlib.contextmanager
+    def _serving(self, session_id: str, transport: StreamableHTTPServerTransport | None) -> Iterator[None]:
+        """Around a fast-path request, what ``handle`` does around one: a held session is busy meanwhile (the
+        transport's idle countdown, as in its ``handle_request``; mcp 2.3 keeps it private), and the record is
+        renewed after."""
+        counted = transport is not None and transport.idle_scope is not None and transport._idle_timeout is not None
+        if counted:
+            transport._requests_in_flight += 1
+            transport.idle_scope.deadline = math.inf
+        try:
+            yield
+        finally:
+            if counted:
+                transport._requests_in_flight -= 1
+                if not transport._requests_in_flight:
+                    transport.idle_scope.deadline = anyio.current_time() + transport._idle_timeout
+            self._used(session_id)
+
     # -- records -------------------------------------------------------------------------------------------
 
     def _recording(self, send: Send, opening: dict[str, Any], owner: str | None) -> Send:
@@ -138,15 +182,16 @@ class SharedSessions:
             return
         self.renewed[session_id] = time.monotonic()
 
-    async def _record(self, session_id: str, owner: str | None) -> dict[str, Any] | None:
+    async def _record(self, session_id: str, owner: str | None, quiet: bool = False) -> dict[str, Any] | None:
         """The session's record, when there is one and the same key opened it (else, as the SDK does for another
-        credential, the session does not exist)."""
+        credential, the session does not exist). ``quiet``: a refusal is not logged (``handle`` logs it next)."""
         raw = await self.state.get(RECORD + session_id)
         if raw is None:
             return None
         record = json.loads(raw)
         if record.get("owner") != owner:
-            log.warning("MCP session %s refused: opened with another API key", session_id[:16])
+            if not quiet:
+                log.warning("MCP session %s refused: opened with another API key", session_id[:16])
             return None
         return record
 

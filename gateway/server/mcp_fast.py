@@ -1,0 +1,353 @@
+"""The MCP fast path: one ``tools/call`` or ``tools/list`` POSTed to ``/mcp``, answered without the SDK's
+per-request machinery (a transport, a dispatcher, a task, pydantic models of every message), with the SDK's own
+answer: the same checks, handlers, result shaping and framing.
+
+What it takes — a request in the plainest form real clients send, where the SDK's answer is known:
+
+- one JSON-RPC request object (``jsonrpc``, ``id``, ``method``, ``params`` and nothing else), the method
+  ``tools/call`` or ``tools/list``, ``Content-Type: application/json``, an ``Accept`` that takes JSON;
+- 2026-07-28 (an ``MCP-Protocol-Version`` header that is not a handshake revision): the envelope in ``_meta``
+  and the ``Mcp-Method``/``Mcp-Name`` headers agreeing with it, each routing header once, no base64-wrapped
+  name, and no ``x-mcp-header`` parameters on the called tool (whose ``Mcp-Param-*`` headers the SDK checks);
+- 2025-11-25 (or any handshake revision): an ``Mcp-Session-Id`` this replica holds (initialised, not ended) or
+  one whose record another replica stored (``mcp_sessions``), exactly as the SDK path would serve it; the
+  session's negotiated revision is the one its params are checked and its result shaped for;
+- params that the SDK's own validators (``mcp_types.methods``) accept for that revision.
+
+Anything else — a batch, a notification, another method, a missing or odd header, a session this replica
+cannot vouch for, a tracer provider configured (the SDK's span) — goes to the SDK unchanged. ``ENABLED`` is the
+switch (tests compare both paths). A ``tools/list`` page is serialised once per catalog, kind of caller, page
+and revision (``Catalog.memo``) and reused as bytes.
+
+A 2025-11-25 client may cancel a call with ``notifications/cancelled`` on its session: that notification still
+goes to the SDK, and a fast call it names is cancelled and answered ``-32800 Request cancelled`` as the SDK's
+transport answers one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import orjson
+from starlette.datastructures import Headers
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from .auth import SCOPE_KEY
+from .errors import dumps
+
+if TYPE_CHECKING:
+    from .mcp import McpSurface
+
+log = logging.getLogger("gateway.mcp")
+ENABLED = True  # tests switch it off to compare with the SDK's own answers
+FAST_METHODS = frozenset({"tools/call", "tools/list"})
+SERVER_NAME = "tool-gateway"
+SERVER_TITLE = "Tool gateway"
+CACHE_HINTS = {"tools/list": (0, "private")}  # method -> (ttl_ms, scope) of the SDK's cache hint
+# JSON-RPC's codes, and the SDK's answer to a cancelled 2025-era request (mcp.server.streamable_http).
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32602, -32603
+REQUEST_CANCELLED = -32800
+MODERN_ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400}  # else 200 (mcp.shared.inbound)
+ENVELOPE = frozenset({"jsonrpc", "id", "method", "params"})
+ROUTING_HEADERS = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
+JSON = "application/json"
+
+
+class ProtocolError(Exception):
+    """A JSON-RPC error a handler answers with (the SDK path raises it as its ``MCPError``)."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Types:
+    """What the fast path needs of ``mcp_types`` (imported in a thread at start, ~0.3 s)."""
+
+    validate: Any  # methods.validate_client_request
+    serialize: Any  # methods.serialize_server_result
+    params: dict[str, Any]  # method -> the params model the SDK hands its handler
+    handshake: frozenset[str]
+    modern: frozenset[str]
+    version_key: str
+    capabilities_key: str
+    server_info_key: str
+    implementation: Any
+
+
+def import_types() -> Types:
+    import mcp_types
+    from mcp_types import methods, version
+
+    return Types(methods.validate_client_request, methods.serialize_server_result,
+                 {"tools/call": mcp_types.CallToolRequestParams, "tools/list": mcp_types.PaginatedRequestParams},
+                 frozenset(version.HANDSHAKE_PROTOCOL_VERSIONS), frozenset(version.MODERN_PROTOCOL_VERSIONS),
+                 mcp_types.PROTOCOL_VERSION_META_KEY, mcp_types.CLIENT_CAPABILITIES_META_KEY,
+                 mcp_types.SERVER_INFO_META_KEY, mcp_types.Implementation)
+
+
+class FastPath:
+    """The fast path of one ``McpSurface``."""
+
+    def __init__(self, surface: McpSurface):
+        self.surface = surface
+        self.types: Types | None = None
+        self._server_info: dict[str, Any] = {}
+        self._cancellable: dict[tuple[str, Any], _Call] = {}  # (session id, request id) -> a call in flight
+
+    def types_loaded(self, types: Types) -> None:
+        self.types = types
+        self._server_info = types.implementation(name=SERVER_NAME, version=self.surface.version,
+                                                 title=SERVER_TITLE).model_dump(by_alias=True, mode="json",
+                                                                                exclude_none=True)
+
+    async def answer(self, scope: Scope, receive: Receive, send: Send, message: Any) -> bool:
+        """Answer ``message`` (a screened POST body) and say so, or leave it (False) to the SDK, untouched."""
+        if not ENABLED or self.surface.traced or type(message) is not dict:
+            return False
+        if message.get("method") == "notifications/cancelled":
+            self._cancel(Headers(scope=scope), message)
+            return False
+        request = _request(message)
+        if request is None:
+            return False
+        headers = Headers(scope=scope)
+        if not _plain_post(headers):
+            return False
+        types = self.types or await self.surface.loaded_types()
+        requested = headers.get("mcp-protocol-version")
+        if requested is not None and requested not in types.handshake:
+            return await self._modern(scope, receive, send, headers, request, types)
+        return await self._legacy(scope, receive, send, headers, request, types)
+
+    # -- the two revisions ----------------------------------------------------------------------------------
+
+    async def _modern(self, scope: Scope, receive: Receive, send: Send, headers: Headers,
+                      request: tuple[Any, str, Any], types: Types) -> bool:
+        request_id, method, params = request
+        if _duplicated(scope, ROUTING_HEADERS) or not self._envelope_agrees(headers, method, params, types):
+            return False
+        if method == "tools/call":
+            name = params.get("name")
+            if not isinstance(name, str) or self.surface.input_schema(name) is not None:
+                return False
+        version = headers["mcp-protocol-version"]
+        typed = _validated(types, method, version, params)
+        if typed is None:
+            return False
+        outcome = await self._outcome(scope, headers, request_id, method, version, typed, types, None)
+        status = MODERN_ERROR_STATUS.get(outcome.code, 200) if outcome.code is not None else 200
+        await Response(outcome.body, status, media_type=JSON)(scope, receive, send)
+        return True
+
+    async def _legacy(self, scope: Scope, receive: Receive, send: Send, headers: Headers,
+                      request: tuple[Any, str, Any], types: Types) -> bool:
+        request_id, method, params = request
+        session_id = headers.get("mcp-session-id")
+        sdk = self.surface.sdk
+        # No session: the SDK opens one. No SDK yet: no session can be held here. scope["user"]: the SDK's own
+        # credential check of a session (the gateway's auth never sets it).
+        if session_id is None or sdk is None or "user" in scope:
+            return False
+        session = await sdk.sessions.fast_session(session_id, scope[SCOPE_KEY].name)
+        if session is None:
+            return False
+        typed = _validated(types, method, session.version, params)
+        if typed is None:
+            return False
+        with session.serving():
+            cancellable = (session_id, _coerce(request_id)) if session.held else None
+            outcome = await self._outcome(scope, headers, request_id, method, session.version, typed, types,
+                                          cancellable)
+            await Response(outcome.body, 200, headers={"Content-Type": JSON, "mcp-session-id": session_id})(
+                scope, receive, send)
+        return True
+
+    def _envelope_agrees(self, headers: Headers, method: str, params: Any, types: Types) -> bool:
+        """Whether the SDK's 2026-07-28 classifier routes this request (``classify_inbound_request``'s ladder,
+        the accepting branch only; a base64-wrapped ``Mcp-Name`` is left to it)."""
+        meta = params.get("_meta") if params is not None else None
+        if type(meta) is not dict or types.version_key not in meta or types.capabilities_key not in meta:
+            return False
+        version = meta[types.version_key]
+        if headers.get("mcp-protocol-version") != version or headers.get("mcp-method") != method:
+            return False
+        if method == "tools/call" and params.get("name") is not None:
+            name = headers.get("mcp-name")
+            if name is None or name.startswith("=?base64?") or name != params["name"]:
+                return False
+        return isinstance(version, str) and version in types.modern
+
+    # -- the answer -----------------------------------------------------------------------------------------
+
+    async def _outcome(self, scope: Scope, headers: Headers, request_id: Any, method: str, version: str,
+                       typed: Any, types: Types, cancellable: tuple[str, Any] | None) -> _Outcome:
+        modern = version in types.modern
+        caller = scope[SCOPE_KEY]
+        call = _Call()
+        try:
+            with call.scope:
+                if cancellable is not None:
+                    self._cancellable[cancellable] = call
+                try:
+                    if method == "tools/list":
+                        result = self._page(caller, headers, typed, version, types)
+                    else:
+                        shaped = self._shaped(types, method, version,
+                                              await self.surface.call_tool(caller, headers, request_id, typed))
+                        result = _json(shaped)
+                finally:
+                    if cancellable is not None and self._cancellable.get(cancellable) is call:
+                        del self._cancellable[cancellable]
+        except ProtocolError as exc:
+            error = _Outcome.error(request_id, exc.code, exc.message)
+        except Exception as exc:
+            if modern:
+                log.exception("MCP %s failed", method)
+                error = _Outcome.error(request_id, INTERNAL_ERROR, "Internal server error")
+            else:  # the SDK's dispatcher pins code 0 and the exception's text on this revision
+                log.exception("MCP %s failed", method)
+                error = _Outcome.error(request_id, 0, str(exc))
+        else:
+            error = None
+        if call.cancelled:  # a cancelled request is answered so on the 2025 wire, whatever it came to
+            return _Outcome.error(request_id, REQUEST_CANCELLED, "Request cancelled")
+        if error is not None:
+            return error
+        return _Outcome(b'{"jsonrpc":"2.0","id":' + _json(request_id) + b',"result":' + result + b"}")
+
+    def _page(self, caller: Any, headers: Headers, typed: Any, version: str, types: Types) -> bytes:
+        """A ``tools/list`` result as bytes: a page that starts where the surface's pages start is kept in the
+        catalog's memo (per kind of caller and revision); one at a cursor a client made up is not."""
+        catalog, key, start = self.surface.list_view(caller, headers, typed)
+
+        def page() -> bytes:
+            listed = self.surface.list_page(catalog, key, start, caller)
+            return _json(self._shaped(types, "tools/list", version, listed))
+
+        kept = self.surface.page_key(key, start)
+        return page() if kept is None else catalog.memo((*kept, version), page)
+
+    def _shaped(self, types: Types, method: str, version: str, result: dict[str, Any]) -> dict[str, Any]:
+        """A handler's result as the SDK shapes it for the wire (``ServerRunner._serialize``): the cache hint,
+        the revision's own result schema (fields it lacks dropped), then on 2026-07-28 ``resultType`` and the
+        server's identity in ``_meta``."""
+        hint = CACHE_HINTS.get(method)
+        if hint is not None:
+            result = {"ttlMs": hint[0], "cacheScope": hint[1], **result}
+        try:
+            shaped = types.serialize(method, version, result)
+        except ValueError:  # pydantic's ValidationError
+            log.exception("handler for %r returned an invalid result", method)
+            raise ProtocolError(INTERNAL_ERROR, "Handler returned an invalid result") from None
+        if version in types.modern:
+            if shaped.get("resultType") is None:
+                shaped["resultType"] = "complete"
+            meta = shaped.get("_meta")
+            if meta is None or (isinstance(meta, dict) and meta.get(types.server_info_key) is None):
+                shaped["_meta"] = {**(meta or {}), types.server_info_key: dict(self._server_info)}
+        return shaped
+
+    def _cancel(self, headers: Headers, message: dict[str, Any]) -> None:
+        session_id = headers.get("mcp-session-id")
+        params = message.get("params")
+        if session_id is None or not isinstance(params, dict):
+            return
+        request_id = params.get("requestId")
+        if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+            return
+        call = self._cancellable.get((session_id, _coerce(request_id)))
+        if call is not None:
+            call.cancelled = True
+            call.scope.cancel()
+
+
+class _Call:
+    """A fast call a 2025-11-25 client may cancel."""
+
+    def __init__(self) -> None:
+        self.scope = anyio.CancelScope()
+        self.cancelled = False
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    body: bytes
+    code: int | None = None  # a JSON-RPC error's
+
+    @classmethod
+    def error(cls, request_id: Any, code: int, message: str) -> _Outcome:
+        return cls(_json({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}), code)
+
+
+@dataclass(frozen=True)
+class FastSession:
+    """A 2025-11-25 session the fast path may serve (``SharedSessions.fast_session``): its negotiated revision,
+    whether this replica holds it, and ``serving`` (what the SDK path does around each of its requests)."""
+
+    version: str
+    held: bool
+    serving: Any  # () -> a context manager
+
+
+def _request(message: dict[str, Any]) -> tuple[Any, str, Any] | None:
+    """(id, method, params) of a plain single request for the fast path, else None."""
+    method = message.get("method")
+    if method not in FAST_METHODS or message.keys() - ENVELOPE or message.get("jsonrpc") != "2.0":
+        return None
+    request_id = message.get("id")
+    if type(request_id) is int:
+        if not -(2 ** 63) <= request_id < 2 ** 64:  # what orjson writes
+            return None
+    elif type(request_id) is not str:
+        return None
+    params = message.get("params")
+    if "params" in message and type(params) is not dict:
+        return None
+    return request_id, method, params
+
+
+def _plain_post(headers: Headers) -> bool:
+    """``Content-Type: application/json`` (as both the SDK's checks read it) and an ``Accept`` taking JSON (its
+    ``check_accept_headers``)."""
+    content_type = headers.get("content-type")
+    if content_type is None or not content_type.startswith(JSON) or content_type.partition(";")[0].strip() != JSON:
+        return False
+    accepted = {part.strip().split(";")[0].strip().lower() for part in headers.get("accept", "").split(",")}
+    return bool(accepted & {"*/*", JSON, "application/*"})
+
+
+def _duplicated(scope: Scope, names: tuple[bytes, ...]) -> bool:
+    seen = [name for name, _ in scope["headers"] if name in names]
+    return len(seen) != len(set(seen))
+
+
+def _validated(types: Types, method: str, version: str, params: dict[str, Any] | None) -> Any:
+    """The params model the SDK would hand its handler, or None where the SDK would refuse them (it answers)."""
+    try:
+        types.validate(method, version, params)
+        return types.params[method].model_validate({} if params is None else params, by_name=False)
+    except (KeyError, ValueError):  # pydantic's ValidationError is a ValueError
+        return None
+
+
+def _coerce(request_id: Any) -> Any:
+    """A request id as the SDK's dispatcher correlates it: "7" and 7 are one id."""
+    if isinstance(request_id, str):
+        with contextlib.suppress(ValueError):
+            return int(request_id)
+    return request_id
+
+
+def _json(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):  # an integer past 64 bits, a lone surrogate: the slow way
+        return dumps(value)

@@ -1,0 +1,130 @@
+"""The MCP SDK's side of ``/mcp``: the low-level ``Server``, its streamable-HTTP session manager, the
+subscription bus of 2026-07-28 listen streams, and the shared session records (``mcp_sessions``).
+
+Imported when the app starts, in a thread (``McpSurface.run``): its import is most of what the SDK costs. The
+handlers are ``McpSurface``'s, adapted here to the SDK's request context; a ``ProtocolError`` they raise is the
+SDK's ``MCPError``.
+
+Responses are JSON, not SSE (``json_response=True``): a tool call here sends no progress notifications, and a
+JSON body costs a fraction of an SSE stream per request. Sessions stay stateful so that 2025-11-25 clients
+have a GET stream to hear about changes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from mcp.server._otel import OpenTelemetryMiddleware
+from mcp.server.caching import CacheHint
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolRequestParams, PaginatedRequestParams
+
+from .auth import SCOPE_KEY
+from .mcp_fast import CACHE_HINTS, SERVER_NAME, SERVER_TITLE, ProtocolError
+from .mcp_sessions import SharedSessions
+
+if TYPE_CHECKING:
+    from .mcp import McpSurface
+
+
+class _GatewayServer(Server[Any]):
+    """The low-level Server, advertising ``tools.listChanged`` to handshake-era clients too.
+
+    The streamable-HTTP manager builds each session's ``initialize`` result from
+    ``create_initialization_options()`` without arguments, so the default is where the flag must be set.
+    (2026-07-28 clients see it because ``subscriptions/listen`` is served.)
+    """
+
+    def create_initialization_options(self, notification_options: NotificationOptions | None = None,
+                                      experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+                                      extensions: dict[str, dict[str, Any]] | None = None) -> InitializationOptions:
+        return super().create_initialization_options(notification_options or NotificationOptions(tools_changed=True),
+                                                     experimental_capabilities, extensions)
+
+
+class SdkServer:
+    """The SDK's server for one ``McpSurface``, with ``run()`` its lifetime."""
+
+    def __init__(self, surface: McpSurface):
+        self.surface = surface
+        self.bus = InMemorySubscriptionBus()
+        self.listen = ListenHandler(self.bus)
+        self.server = _GatewayServer(
+            SERVER_NAME,
+            version=surface.version,
+            title=SERVER_TITLE,
+            on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool,
+            on_subscriptions_listen=self.listen,
+            get_tool_input_schema=surface.input_schema,
+            # 2026-07-28 clients may cache listings: not across keys (each sees its toolsets), and never past a
+            # reload, which they hear about through subscriptions/listen.
+            cache_hints={method: CacheHint(ttl_ms=ttl, scope=scope) for method, (ttl, scope) in CACHE_HINTS.items()},
+        )
+        if not surface.traced:  # see McpSurface.traced
+            self.server.middleware = [m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
+        self.server.middleware.append(self.track_connection)
+        # Handshake-era connections with a session (and so a GET stream), by the SDK's Connection object; the
+        # fast path reads a held session's negotiated version off ``held``.
+        self.connections: set[Any] = set()
+        self.held: dict[str, Any] = {}
+        settings = surface.gateway.settings
+        self.manager = StreamableHTTPSessionManager(
+            self.server, json_response=True, max_request_body_size=settings.max_body_bytes,
+            # Host and Origin are checked app-wide (origins.OriginGuard); given explicitly, the SDK's settings
+            # are not rebuilt (a pydantic model) on every request.
+            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+        # 2025-11-25 sessions any replica serves, from records in the shared state (gateway.server.mcp_sessions).
+        self.sessions = SharedSessions(surface.gateway.state, self.manager, self.connections, self.held)
+
+    @asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        async with self.manager.run(), self.sessions.running():
+            try:
+                yield
+            finally:
+                self.listen.close()
+
+    async def list_tools(self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams) -> dict[str, Any]:
+        caller = ctx.request.scope[SCOPE_KEY]
+        try:
+            return self.surface.list_page(*self.surface.list_view(caller, ctx.request.headers, params), caller)
+        except ProtocolError as exc:
+            raise MCPError(exc.code, exc.message) from None
+
+    async def call_tool(self, ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> dict[str, Any]:
+        try:
+            return await self.surface.call_tool(ctx.request.scope[SCOPE_KEY], ctx.request.headers, ctx.request_id,
+                                                params)
+        except ProtocolError as exc:
+            raise MCPError(exc.code, exc.message) from None
+
+    async def track_connection(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+        """Server middleware: remember each live handshake-era session, to tell it when the tools change.
+
+        The SDK offers a handler no public handle on its connection's lifetime; ``ServerSession`` keeps the
+        ``Connection`` as ``_connection`` (mcp 2.3). Its ``exit_stack`` unwinds when the session ends, which is
+        when we forget it. Sessionless connections (2026-07-28, stateless) have no stream to notify.
+        """
+        connection = ctx.session._connection
+        if connection.session_id is not None and connection not in self.connections:
+            self.connections.add(connection)
+            self.held[connection.session_id] = connection
+            connection.exit_stack.callback(self.connections.discard, connection)
+            connection.exit_stack.callback(self.held.pop, connection.session_id, None)
+        return await call_next(ctx)
+
+    async def catalog_changed(self) -> None:
+        async with anyio.create_task_group() as group:
+            for connection in list(self.connections):
+                group.start_soon(connection.send_tool_list_changed)  # best effort: never raises
+        await self.bus.publish(ToolsListChanged())
