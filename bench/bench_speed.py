@@ -8,12 +8,14 @@
     restart   `serve` start -> /healthz ok, three times in a row on one state directory: the first start fills
               the build cache, the others are warm restarts; baseline: the interpreter importing the server
     listing   p50 of GET /tools (each ?format=) and of MCP tools/list (2026-07-28, stateless) on the restarted
-              server with N tools; baseline: GET /healthz on the same server
+              server with N tools, to the body's last byte: gzip as httpx asks by default (decoded, and the
+              compressed bytes alone) and identity; baseline: GET /healthz on the same server
     reload    one file of 10 tools rewritten among each size, write -> served (bench_reload.py), against the
               watcher's own notice of a write (watchfiles, the reloader's step and debounce, no build)
-    calls     wrk, 16 connections, best of 2 x 5 s (--duration, --rounds): REST tools/sum/call and MCP tools/call
-              on both revisions against a bare Starlette endpoint that reads JSON, adds, answers JSON
-              (servers from bench_serving.py, each pinned to CPU 0; wrk on CPU 1)
+    calls     wrk, 16 connections, best of 2 interleaved rounds x 5 s (--duration, --rounds): REST tools/sum/call
+              and MCP tools/call on both revisions against a bare Starlette endpoint that reads JSON, adds, answers
+              JSON (servers from bench_serving.py, each pinned to CPU 0; wrk on CPU 1); requests per second and
+              per CPU-second of the server process
 """
 
 from __future__ import annotations
@@ -144,25 +146,45 @@ def _p50(send, rounds: int = 30) -> float:
     return statistics.median(samples) * 1000
 
 
+def _getter(client: httpx.Client, path: str, params: dict | None, how: str):
+    """A GET of ``path`` timed to its last byte: ``gzip`` as httpx sends it by default (Accept-Encoding: gzip,
+    ...), the body decoded; ``wire`` the same request, only the compressed bytes received; ``identity`` asking
+    for the plain body. Returns (send, body size on the wire)."""
+    headers = {"Accept-Encoding": "identity"} if how == "identity" else {}
+
+    def send() -> int:
+        with client.stream("GET", path, params=params, headers=headers) as response:
+            response.raise_for_status()
+            if how == "wire":
+                return sum(len(chunk) for chunk in response.iter_raw())
+            response.read()
+            return response.num_bytes_downloaded
+    return send, send()
+
+
 def listing(port: int) -> None:
     from gateway.formats import FORMATS
 
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
-    rows = [("GET /healthz (baseline)", lambda: client.get("/healthz").raise_for_status())]
-    rows.append(("GET /tools", lambda: client.get("/tools").raise_for_status()))
-    for fmt in FORMATS:
-        rows.append((f"GET /tools?format={fmt}", lambda fmt=fmt: client.get("/tools", params={"format": fmt})
-                     .raise_for_status()))
+    print("listing p50 of 30 sequential requests, to the last byte of the body (target < 20 ms)")
+    print(f"  {'':<34} {'gzip (httpx default)':>20} {'gzip, not decoded':>18} {'identity':>10}   bytes gzip / identity")
+    print(f"  {'GET /healthz (baseline)':<34} {_p50(_getter(client, '/healthz', None, 'gzip')[0]):17.1f} ms")
+    for fmt in (None, *FORMATS):
+        params = {"format": fmt} if fmt else None
+        timed = {how: _getter(client, "/tools", params, how) for how in ("gzip", "wire", "identity")}
+        p50 = {how: _p50(send) for how, (send, _) in timed.items()}
+        name = "GET /tools" + (f"?format={fmt}" if fmt else "")
+        print(f"  {name:<34} {p50['gzip']:17.1f} ms {p50['wire']:15.1f} ms {p50['identity']:7.1f} ms   "
+              f"{timed['gzip'][1] / 1024:,.0f} KiB / {timed['identity'][1] / 1024:,.0f} KiB")
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list",
             "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
                                  "io.modelcontextprotocol/clientCapabilities": {}}}}
     headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": MODERN,
                "Mcp-Method": "tools/list"}
-    rows.append(("MCP tools/list (2026-07-28)",
-                 lambda: client.post("/mcp", json=body, headers=headers).raise_for_status()))
-    print("listing p50 of 30 sequential requests (target < 20 ms)")
-    for name, send in rows:
-        print(f"  {name:<34} {_p50(send):8.1f} ms")
+
+    def mcp_list() -> None:
+        client.post("/mcp", json=body, headers=headers).raise_for_status()
+    print(f"  {'MCP tools/list (2026-07-28)':<34} {_p50(mcp_list):17.1f} ms")
     client.close()
 
 
@@ -192,21 +214,18 @@ wrk.headers["Content-Type"] = "application/json"
 """
 
 
-def _wrk(port: int, path: str, body: dict, headers: dict[str, str], duration: float, rounds: int,
-         tmp: Path) -> float:
+def _wrk(port: int, path: str, body: dict, headers: dict[str, str], duration: float, tmp: Path) -> int:
+    """Requests answered in one wrk round of ``duration`` seconds (16 connections; wrk pinned to the last CPU)."""
     script = tmp / "wrk.lua"
     lines = "\n".join(f"wrk.headers[{json.dumps(k)}] = {json.dumps(v)}" for k, v in headers.items())
     script.write_text(WRK_SCRIPT.format(body=json.dumps(json.dumps(body)), headers=lines))
-    best = 0.0
     cpus = sorted(os.sched_getaffinity(0))
     pin = ["taskset", "-c", str(cpus[-1])] if len(cpus) > 1 and shutil.which("taskset") else []
-    for _ in range(rounds):
-        out = subprocess.run([*pin, "wrk", "-t1", "-c16", f"-d{duration:g}s", "-s", str(script),
-                              f"http://127.0.0.1:{port}{path}"], check=True, capture_output=True, text=True).stdout
-        if "Non-2xx" in out:
-            raise SystemExit(f"errors from {path}: {out}")
-        best = max(best, float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)))
-    return best
+    out = subprocess.run([*pin, "wrk", "-t1", "-c16", f"-d{duration:g}s", "-s", str(script),
+                          f"http://127.0.0.1:{port}{path}"], check=True, capture_output=True, text=True).stdout
+    if "Non-2xx" in out:
+        raise SystemExit(f"errors from {path}: {out}")
+    return int(re.search(r"(\d+) requests in", out).group(1))
 
 
 def _session(port: int) -> str:
@@ -221,38 +240,47 @@ def _session(port: int) -> str:
 
 
 def calls(duration: float, rounds: int, tmp: Path) -> None:
+    """Rows interleaved round by round (so the machine's other load weighs on every row alike); per row the best
+    round's requests per second, and requests per CPU-second of the server process (from /proc: what one
+    dedicated core would serve, immune to the other load)."""
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (apt-get install -y wrk)")
     servers = {kind: Server(kind) for kind in ("bare", "gateway")}
     try:
-        bare, gateway = servers["bare"].port, servers["gateway"].port
+        bare, gateway = servers["bare"], servers["gateway"]
         accept = {"Accept": "application/json, text/event-stream"}
         call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sum", "arguments": ARGUMENTS}}
         modern = {**call, "params": {**call["params"], "_meta": {
             "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}}}
+        session = _session(gateway.port)
         rows = {
-            "bare Starlette /sum": lambda: _wrk(bare, "/sum", ARGUMENTS, {}, duration, rounds, tmp),
-            "REST /tools/sum/call": lambda: _wrk(gateway, "/tools/sum/call", ARGUMENTS, {}, duration, rounds, tmp),
-            "MCP tools/call 2025-11-25": lambda: _wrk(gateway, "/mcp", call, accept | {
-                "Mcp-Session-Id": _session(gateway), "MCP-Protocol-Version": LEGACY}, duration, rounds, tmp),
-            "MCP tools/call 2026-07-28": lambda: _wrk(gateway, "/mcp", modern, accept | {
-                "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "sum"},
-                duration, rounds, tmp),
+            "bare Starlette /sum": (bare, "/sum", ARGUMENTS, {}),
+            "REST /tools/sum/call": (gateway, "/tools/sum/call", ARGUMENTS, {}),
+            "MCP tools/call 2025-11-25": (gateway, "/mcp", call, accept | {
+                "Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY}),
+            "MCP tools/call 2026-07-28": (gateway, "/mcp", modern, accept | {
+                "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "sum"}),
         }
-        results = {}
-        for name, run in rows.items():
-            results[name] = run()
-            print(f"  {name:<28} {results[name]:8.0f} req/s", flush=True)
+        per_s = {name: 0.0 for name in rows}
+        per_cpu = {name: 0.0 for name in rows}
+        for _ in range(rounds):
+            for name, (server, path, body, headers) in rows.items():
+                cpu = server.cpu_seconds()
+                answered = _wrk(server.port, path, body, headers, duration, tmp)
+                per_s[name] = max(per_s[name], answered / duration)
+                per_cpu[name] = max(per_cpu[name], answered / max(server.cpu_seconds() - cpu, 1e-9))
     finally:
         for server in servers.values():
             server.process.kill()  # open MCP streams would hold a graceful stop for its whole grace period
             server.process.wait(timeout=10)
-    base = results["bare Starlette /sum"]
-    print(f"tools/call with wrk, 16 connections, best of {rounds} x {duration:g} s")
-    for name, per_s in results.items():
+    base, base_cpu = per_s["bare Starlette /sum"], per_cpu["bare Starlette /sum"]
+    print(f"tools/call with wrk, 16 connections, best of {rounds} interleaved rounds x {duration:g} s")
+    print(f"  {'':<28} {'req/s':>8} {'x bare':>7}   {'req/CPU-s':>9} {'x bare':>7}")
+    for name in rows:
         target = "" if name.startswith("bare") else (" (target >= 0.6x)" if name.startswith("REST")
                                                      else " (target >= 0.5x)")
-        print(f"  {name:<28} {per_s:8.0f} req/s  {per_s / base:5.2f}x bare{target}")
+        print(f"  {name:<28} {per_s[name]:8.0f} {per_s[name] / base:6.2f}x   {per_cpu[name]:9.0f} "
+              f"{per_cpu[name] / base_cpu:6.2f}x{target}")
 
 
 def main() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 import httpx
@@ -38,6 +39,12 @@ REQUESTS: list[tuple[str, dict[str, Any] | None]] = [
     ("tools/call", {"name": "diff_time", "arguments": {"start": "2024-03-01T00:00:00+00:00",
                                                        "end": "2024-03-01T06:00:00+00:00"}}),  # structured
     ("tools/call", {"name": "get_lights", "arguments": {}}),
+    ("tools/call", {"name": "change_state", "arguments": {"id": 2, "is_on": True}}),
+    ("tools/call", {"name": "change_state", "arguments": {"id": 99, "is_on": True}}),
+    ("tools/call", {"name": "example-tool", "arguments": {"exampleParam": "héllo ✓"}}),
+    ("tools/call", {"name": "get_time", "arguments": {"timezone_name": "Mars/Olympus"}}),
+    ("tools/call", {"name": "search_stations", "arguments": {"country": "NO", "limit": 2}}),  # no output schema
+    ("tools/call", {"name": "get_station", "arguments": {"station_id": "valencia"}}),
     ("tools/call", {"name": "no_such_tool", "arguments": {}}),
     ("tools/call", {"name": "task_form_read", "arguments": {}}),  # a browser tool, no session named
     ("tools/call", {"name": "sum", "arguments": {"a": 1, "b": 2}, "_meta": {"gateway/session": ["x"]}}),
@@ -106,11 +113,17 @@ def _modern(method: str, params: dict[str, Any] | None, key: str) -> tuple[dict[
 
 
 @pytest.mark.parametrize("key", [READER_KEY, ADMIN_KEY], ids=["math-only key", "admin key"])
-def test_fast_path_answers_as_the_sdk_does(start_server, shared_examples, monkeypatch, key):
+def test_fast_path_answers_as_the_sdk_does(start_server, shared_examples, tmp_path, monkeypatch, key):
     """Every request of the set (success, argument error, unknown or forbidden tool, tool error, structured
     output, pages and cursors, bad _meta) gets the same status, headers and body through the fast path as through
     the SDK, on both revisions, with and without a session, by a toolset-limited key and an admin key."""
-    served = start_server(shared_examples, api_keys=API_KEYS)
+    examples = tmp_path / "tool-definitions"
+    shutil.copytree(shared_examples, examples)
+    served = start_server(examples, api_keys=API_KEYS)
+    demo = examples / "http-demo.yaml"  # the HTTP demo tools call this server's own /demo API
+    demo.write_text(demo.read_text().replace("{{ gateway.base_url }}", served.url))
+    reloaded = httpx.post(f"{served.url}/admin/reload", headers={"Authorization": f"Bearer {ADMIN_KEY}"})
+    assert reloaded.json()["changed"] is True
     monkeypatch.setattr(mcp_surface, "PAGE_SIZE", 3)
     exchange = Exchange(served.url, monkeypatch)
     session = exchange.session(key)
