@@ -22,6 +22,12 @@ from .errors import DefinitionsInvalid, GatewayError, UnknownTool
 from .settings import Settings, load_settings
 from .sources import load_all
 
+# httpx imports its own command-line client (click, pygments and rich: ~0.1 s) whenever they happen to be installed
+# (the test extras bring rich); this program never runs it. Marked absent before anything imports httpx, httpx keeps
+# its stub ``httpx.main``, as in an install without them. Here, in the program's entry point, not in the package:
+# importing a library must not change its host's modules.
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
 DEFAULT_DIR = "tool-definitions"
 # Options every command takes, on either side of the command's name: flag -> add_argument keywords.
 GLOBAL_OPTIONS = {

@@ -2,20 +2,12 @@
 
 The ``Gateway`` owns one ``McpPool``; catalogs come and go, sessions stay: a reload whose sources did not change
 reuses every session, a changed ``mcp:`` mapping (``UpstreamConfig``) is a new session, and a session no built
-tool holds any more (its tools' executors were collected with their catalog) is closed.
+tool holds any more (its tools' executors were collected with their catalog) is closed. Each session is a
+``gateway.mcp_connection.Connection`` (its task, reconnects, change notices).
 
-Each ``Connection`` is one long-lived task on the gateway's event loop that enters the official client
-(``mcp.Client``: streamable HTTP or a spawned stdio server, protocol negotiated with ``mode="auto"``), serves
-until the connection ends, and leaves the client in that same task (the SDK's task groups demand it). Calls are
-made from the callers' own tasks on the entered client. When the upstream drops, the task reconnects with
-capped exponential backoff; a call meanwhile fails at once, naming the upstream (or, when the last attempt is
-older than ``RETRY_ON_CALL_S``, wakes the task and waits for one attempt), so an upstream restarted mid-use heals
-by itself. A 2025-11-25 session the upstream no longer knows (it restarted: HTTP 404) is reconnected and the
-call, which the upstream refused without running it, is sent once more.
-
-The upstream's ``tools/list_changed`` (a notification on 2025-11-25 sessions, a ``subscriptions/listen`` event
-on 2026-07-28 ones) calls ``on_change`` (the reload service's trigger); so does a reconnect whose listing
-differs from the one the last build read, and an upstream going down (``/status`` shows it stale).
+Every gateway has a pool, most never use it: the SDK's client side (``mcp_connection`` and what it imports) is
+imported when a build first asks for a connection, that is when a definitions directory declares an ``mcp:``
+source; until then the pool is an empty table.
 
 Before the pool is started on a loop (the first build, which runs before the server's loop does), a build's
 listing is made through a session of the build thread's own (``gateway.mcp_client.list_once``).
@@ -27,262 +19,29 @@ import asyncio
 import contextlib
 import logging
 import threading
-import time
-import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
-import anyio
-import mcp_types
-from mcp import Client
-from mcp.client.subscriptions import ListenNotSupportedError
-from mcp.shared.exceptions import MCPError
+if TYPE_CHECKING:
+    import mcp_types
 
-from .mcp_client import (
-    CALL_READ_TIMEOUT_S,
-    UpstreamUnavailable,
-    all_tools,
-    connected,
-    fingerprint,
-    forgotten,
-    list_once,
-    reason,
-)
-from .mcp_config import UpstreamConfig
-from .upstream import backoff
+    from .mcp_config import UpstreamConfig
+    from .mcp_connection import Connection
 
 log = logging.getLogger("gateway.mcp_pool")
 
-RETRY_ON_CALL_S = 0.5  # a call to a down upstream tries to connect if no attempt was made for this long
 CLOSE_GRACE_S = 5.0  # an unused session is closed this long after its last holder let go
-PING_INTERVAL_S = 10.0  # how often a 2025-11-25 session (no change stream to lose) is checked
 CHANGE_INTERVAL_S = 2.0  # one upstream asks for a rebuild at most this often: a flood of list_changed is one
-
-
-class Connection:
-    """One upstream's session, held by a task of its own (see the module's docstring)."""
-
-    def __init__(self, pool: McpPool, config: UpstreamConfig):
-        self.pool = pool
-        self.config = config
-        self.state = "idle"  # idle (not started) | connecting | up | down | closed
-        self.error: str | None = None
-        self.connected_at: float | None = None
-        self.listed: str | None = None  # fingerprint of the listing the last build read ("" when it read none)
-        self._client: Client | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._attempt: asyncio.Future[Client] | None = None
-        self._wake: asyncio.Event | None = None
-        self._redo: asyncio.Event | None = None  # set: leave this session and connect again
-        self._last_attempt = 0.0
-        self._holders = 0
-        self._owners: weakref.WeakSet[object] = weakref.WeakSet()
-        self._told = -CHANGE_INTERVAL_S  # loop time the pool was last told of a change
-        self._telling: asyncio.TimerHandle | None = None  # a change heard since then, told when the interval ends
-
-    # -- calls (on the pool's loop) -------------------------------------------------------------------------
-
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
-        """The upstream's answer; ``UpstreamUnavailable`` when it cannot be reached, ``MCPError`` for a
-        JSON-RPC error it answered (an unknown tool, invalid params)."""
-        client = await self._session()
-        try:
-            return await client.call_tool(name, arguments, read_timeout_seconds=CALL_READ_TIMEOUT_S)
-        except MCPError as exc:
-            if not self._lost(client, exc):
-                raise
-            if not forgotten(exc):  # the call may have run: never send it twice
-                raise UpstreamUnavailable(f"{self.config.label} closed the connection during the call") from None
-        client = await self._session()  # the upstream restarted and forgot the session, before running the call
-        return await client.call_tool(name, arguments, read_timeout_seconds=CALL_READ_TIMEOUT_S)
-
-    async def list_tools(self) -> list[mcp_types.Tool]:
-        client = await self._session()
-        try:
-            return await all_tools(client)
-        except MCPError as exc:
-            if self._lost(client, exc):
-                raise UpstreamUnavailable(f"{self.config.label}: {reason(exc)}") from None
-            raise
-
-    def _lost(self, client: Client, exc: MCPError) -> bool:
-        """Whether ``exc`` means the session is gone (then a new one is asked for)."""
-        gone = exc.error.code == mcp_types.CONNECTION_CLOSED or forgotten(exc)
-        if gone and self._client is client and self._redo is not None:
-            self._client = None
-            self._attempt = asyncio.get_running_loop().create_future()  # what calls wait for: the next session
-            self._redo.set()
-        return gone
-
-    async def _session(self) -> Client:
-        if self._client is not None:
-            return self._client
-        if self.state == "closed":
-            raise UpstreamUnavailable(f"{self.config.label} is not connected: the gateway is closing")
-        self.start()
-        assert self._attempt is not None and self._wake is not None
-        loop = asyncio.get_running_loop()
-        if self.state == "down":
-            if loop.time() - self._last_attempt < RETRY_ON_CALL_S:
-                raise UpstreamUnavailable(self._down_message())
-            self._wake.set()  # skip the rest of the backoff: this call waits for one attempt
-            for _ in range(100):  # the task starts its next attempt (a new future) within a few loop steps
-                if self.state != "down":
-                    break
-                await asyncio.sleep(0)
-        try:
-            return await asyncio.wait_for(asyncio.shield(self._attempt), self.config.connect_timeout_s)
-        except TimeoutError:
-            raise UpstreamUnavailable(f"{self.config.label} did not answer within "
-                                      f"{self.config.connect_timeout_s:g} s (connect_timeout_s)") from None
-        except UpstreamUnavailable:
-            raise UpstreamUnavailable(self._down_message()) from None
-
-    def _down_message(self) -> str:
-        return f"{self.config.label} is unreachable: {self.error or 'not connected'}; the gateway keeps retrying"
-
-    # -- the task holding the session -----------------------------------------------------------------------
-
-    def start(self) -> None:
-        """Start the task holding the session, on the pool's loop (from that loop's thread)."""
-        if self._task is not None or self.state == "closed":
-            return
-        loop = self.pool.bind()
-        self._wake, self._redo = asyncio.Event(), asyncio.Event()
-        self._attempt = loop.create_future()
-        self.state = "connecting"
-        self._task = loop.create_task(self._hold(), name=f"mcp upstream {self.config.source}")
-
-    async def _hold(self) -> None:
-        assert self._wake is not None and self._redo is not None
-        failures = 0
-        loop = asyncio.get_running_loop()
-        while True:
-            self._last_attempt = loop.time()
-            if self._attempt is None or self._attempt.done():
-                self._attempt = loop.create_future()
-            attempt, self.state = self._attempt, "connecting"
-            try:
-                async with connected(self.config, self._notified) as client:
-                    await self._serve(client, attempt)
-                self.error = self.error or "the connection ended"
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 — any failure of the upstream is its state, told on calls
-                self.error = reason(exc)
-                log.info("%s: %s", self.config.label, self.error)
-            finally:
-                self._client = None
-            was_up = self.state == "up"
-            if not attempt.done():
-                attempt.set_exception(UpstreamUnavailable(self.error))
-                attempt.exception()  # retrieved: no "never retrieved" warning when no call waited
-            if self._redo.is_set():  # a call found the session gone (the upstream restarted): a new one, now
-                self._redo.clear()
-                failures = 0
-                continue
-            self.state = "down"
-            if was_up:
-                self._changed()  # its tools are served stale now: /status says so
-            failures = 1 if was_up else failures + 1
-            self._wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), backoff(failures))  # 0.5 s doubling to 8 s
-
-    async def _serve(self, client: Client, attempt: asyncio.Future[Client]) -> None:
-        assert self._redo is not None
-        tools = await all_tools(client)
-        self._client, self.state, self.error, self.connected_at = client, "up", None, time.time()
-        if not attempt.done():
-            attempt.set_result(client)
-        log.info("%s connected (%s, %d tools)", self.config.label, client.protocol_version, len(tools))
-        if self.listed is not None and fingerprint(tools) != self.listed:
-            self._changed()  # it came back, or came back different, since the last build read it
-        async with anyio.create_task_group() as group:
-            group.start_soon(self._listen, client, group.cancel_scope)
-            await self._redo.wait()
-            group.cancel_scope.cancel()
-
-    async def _listen(self, client: Client, scope: anyio.CancelScope) -> None:
-        """On 2026-07-28, hear tools/list_changed on a ``subscriptions/listen`` stream; when that stream ends
-        the upstream went away (or restarted): reconnect. On 2025-11-25 the notification comes through
-        ``_notified``, and the SDK gives up on a GET stream that broke without saying so: a ping every
-        ``PING_INTERVAL_S`` finds out whether the session still stands."""
-        try:
-            async with client.listen(tools_list_changed=True) as subscription:
-                async for _event in subscription:
-                    self._changed()
-            self.error = "its change stream ended"
-        except ListenNotSupportedError:
-            self.error = await self._ping_until_gone(client)
-        except Exception as exc:  # noqa: BLE001 — lost, or refused: the session is not trusted any more
-            self.error = f"its change stream ended: {reason(exc)}"
-        scope.cancel()
-
-    async def _ping_until_gone(self, client: Client) -> str:
-        while True:
-            await asyncio.sleep(PING_INTERVAL_S)
-            try:
-                with anyio.fail_after(self.config.connect_timeout_s):
-                    await client.session.send_ping()
-            except Exception as exc:  # noqa: BLE001 — whatever it is, the session no longer answers
-                return f"it stopped answering: {reason(exc)}"
-
-    def _changed(self) -> None:
-        """Tell the pool its tools changed, at once or (told less than ``CHANGE_INTERVAL_S`` ago) once when the
-        interval ends: an upstream that says list_changed without pause costs a rebuild per interval, not a
-        rebuild storm, and its last change is still heard."""
-        loop = asyncio.get_running_loop()
-        if self._telling is not None:
-            return
-        wait = self._told + CHANGE_INTERVAL_S - loop.time()
-        if wait > 0:
-            self._telling = loop.call_later(wait, self._tell)
-        else:
-            self._tell()
-
-    def _tell(self) -> None:
-        self._telling = None
-        self._told = asyncio.get_running_loop().time()
-        self.pool.changed(self)
-
-    async def _notified(self, message: Any) -> None:
-        if isinstance(message, mcp_types.ToolListChangedNotification):
-            self._changed()
-
-    async def aclose(self) -> None:
-        self.state = "closed"
-        if self._telling is not None:
-            self._telling.cancel()
-            self._telling = None
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._client = None
-        if self._attempt is not None and not self._attempt.done():
-            self._attempt.cancel()
-
-    # -- holders --------------------------------------------------------------------------------------------
-
-    def hold(self, owner: object) -> None:
-        """Keep this session open while ``owner`` lives: a tool's executor, or the source's declaration (so an
-        upstream with no tools served yet is still connected to, and its tools appear when it answers)."""
-        with self.pool._lock:
-            if owner in self._owners:
-                return
-            self._owners.add(owner)
-            self._holders += 1
-        weakref.finalize(owner, self.pool._released, self)
 
 
 class McpPool:
     """The gateway's sessions to upstream MCP servers, by ``UpstreamConfig``."""
 
+    change_interval_s = CHANGE_INTERVAL_S
+
     def __init__(self) -> None:
         self._connections: dict[UpstreamConfig, Connection] = {}
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()  # the table and every connection's holders (builds hold from their threads)
         self._loop: asyncio.AbstractEventLoop | None = None
         self.on_change: Callable[[], None] | None = None
 
@@ -298,18 +57,21 @@ class McpPool:
         self.bind()
         self.on_change = on_change
         for connection in self.connections():
-            if connection._holders:
+            if connection.holders:
                 connection.start()
 
     def connection(self, config: UpstreamConfig) -> Connection:
-        with self._lock:
+        # Imported here, on first need: it imports the SDK's client side (see the module's docstring).
+        from .mcp_connection import Connection
+
+        with self.lock:
             found = self._connections.get(config)
             if found is None or found.state == "closed":
                 found = self._connections[config] = Connection(self, config)
             return found
 
     def connections(self) -> list[Connection]:
-        with self._lock:
+        with self.lock:
             return list(self._connections.values())
 
     def changed(self, connection: Connection) -> None:
@@ -320,40 +82,21 @@ class McpPool:
         """The upstream's tools, from a thread that is not the loop's (a build): through the pooled session when
         the pool runs on a loop, else through a session of this thread's own; ``UpstreamUnavailable`` if not
         within ``timeout``."""
-        connection = self.connection(config)
-        loop = self._loop
-        try:
-            if loop is not None and loop.is_running():
-                future = asyncio.run_coroutine_threadsafe(connection.list_tools(), loop)
-                try:
-                    tools = future.result(timeout)
-                except TimeoutError:
-                    future.cancel()
-                    raise
-            else:
-                tools = list_once(config, timeout)
-        except TimeoutError:
-            connection.listed = ""
-            raise UpstreamUnavailable(f"{config.label} did not list its tools within {timeout:g} s") from None
-        except UpstreamUnavailable:
-            connection.listed = ""
-            raise
-        connection.listed = fingerprint(tools)
-        return tools
+        return self.connection(config).list_blocking(self._loop, timeout)
 
-    def _released(self, connection: Connection) -> None:
+    def released(self, connection: Connection) -> None:
         """A holder was collected (any thread): close the session soon if no one holds it by then."""
-        with self._lock:
-            connection._holders -= 1
-            unused = connection._holders <= 0
+        with self.lock:
+            connection.holders -= 1
+            unused = connection.holders <= 0
         loop = self._loop
         if unused and loop is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: aclose ran or never will
                 loop.call_soon_threadsafe(loop.call_later, CLOSE_GRACE_S, self._close_if_unused, connection)
 
     def _close_if_unused(self, connection: Connection) -> None:
-        with self._lock:
-            if connection._holders > 0 or self._connections.get(connection.config) is not connection:
+        with self.lock:
+            if connection.holders > 0 or self._connections.get(connection.config) is not connection:
                 return
             del self._connections[connection.config]
         log.info("%s is not used any more: closing its session", connection.config.label)
@@ -361,7 +104,7 @@ class McpPool:
 
     async def aclose(self) -> None:
         """Close every session (stdio servers are stopped), for the gateway's shutdown."""
-        with self._lock:
+        with self.lock:
             connections, self._connections = list(self._connections.values()), {}
         await asyncio.gather(*(c.aclose() for c in connections), return_exceptions=True)
 

@@ -2,7 +2,7 @@
 
 from .config import ChatConfig, LoopConfig, ProviderConfig, load_loop_config
 from .loop import ChatLoop, ChatUnavailable, Executed, Finished, TextDelta, Turn
-from .providers import ModelReply, ModelRequest, ProviderError, ProviderTimeout, ToolCall
+from .messages import ModelReply, ModelRequest, ProviderError, ProviderTimeout, ToolCall
 from .request import ChatRequest, parse_chat_request
 from .trace import ToolExecution
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..state import SharedState
 from ..state.memory import MemoryState
-from .providers.base import text_of
+from .messages import text_of
 
 Message = dict[str, Any]
 RECORD = "chat-handoff:"

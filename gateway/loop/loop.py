@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -51,12 +51,14 @@ from ..invoke import (
 )
 from .config import LoopConfig
 from .handoff import Handoffs, last_user_index
+from .messages import ModelReply, ModelRequest, ProviderTimeout, Sleep, ToolCall, new_call_id, text_of
 from .models import ModelNames
 from .offer import MayUse, Offer, Offered, choose_tools
-from .providers import HttpProvider, ModelReply, ModelRequest, ProviderTimeout, ToolCall, make_provider
-from .providers.base import Sleep, new_call_id, text_of
 from .request import ChatRequest, InvalidRequest
 from .trace import ToolExecution
+
+if TYPE_CHECKING:
+    from .providers import HttpProvider
 
 PARAGRAPH = "\n\n"  # between the texts of successive rounds
 # Offer rules that would read more characters than this in all (the latest user message's, once per rule) are
@@ -98,7 +100,12 @@ class ChatLoop:
     def __init__(self, config: LoopConfig, http_client: Callable[[], httpx.AsyncClient], *,
                  sleep: Sleep = asyncio.sleep, handoffs: Handoffs | None = None):
         self.config = config
-        self.providers = {name: make_provider(c, http_client, sleep=sleep) for name, c in config.providers.items()}
+        self.providers: dict[str, HttpProvider] = {}
+        if config.providers:
+            # The clients are imported only where a provider is configured: a gateway without one serves no chat.
+            from .providers import make_provider
+
+            self.providers = {name: make_provider(c, http_client, sleep=sleep) for name, c in config.providers.items()}
         self.models = ModelNames(config.providers, config.default_provider)
         self.handoffs = handoffs or Handoffs()
 

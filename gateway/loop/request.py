@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BadRequest
-from .providers.base import text_of
+from .messages import text_of
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 # Fields the gateway acts on itself; every other field is a model parameter passed to the provider.

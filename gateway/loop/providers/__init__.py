@@ -7,8 +7,9 @@ from collections.abc import Callable
 import httpx
 
 from ..config import ProviderConfig
+from ..messages import ModelReply, ModelRequest, ProviderError, ProviderTimeout, Sleep, ToolCall
 from .anthropic import AnthropicProvider
-from .base import HttpProvider, ModelReply, ModelRequest, ProviderError, ProviderTimeout, Sleep, ToolCall
+from .base import HttpProvider
 from .openai import OpenAIProvider
 
 PROVIDERS: dict[str, type[HttpProvider]] = {"openai": OpenAIProvider, "anthropic": AnthropicProvider}

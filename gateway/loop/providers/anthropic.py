@@ -15,7 +15,8 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from .base import HttpProvider, ModelReply, ModelRequest, ProviderError, ToolCall, text_of, tool_call
+from ..messages import ModelReply, ModelRequest, ProviderError, ToolCall, text_of, tool_call
+from .base import HttpProvider
 
 API_VERSION = "2023-06-01"
 FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "tool_use": "tool_calls",

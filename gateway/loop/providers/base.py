@@ -1,10 +1,9 @@
-"""What every provider client shares: the request and reply shapes, HTTP with retries, SSE reading, errors.
+"""What every provider client shares: HTTP with retries, SSE reading, errors (the request and reply shapes are
+``gateway.loop.messages``; each provider translates them to and from its own wire format at its edge).
 
-The loop speaks one message vocabulary, OpenAI Chat Completions messages (``{"role": "tool", ...}``), because
-that is what our endpoint receives; each provider translates to and from its own wire format at its edge.
-
-Retries: a 408, 409, 429 or 5xx answer (``upstream.RETRY_STATUSES``), a connection failure or a timeout is retried up to ``max_retries`` times, waiting
-what ``Retry-After`` / ``retry-after-ms`` asks (up to ``MAX_RETRY_AFTER_S``) or else an exponential backoff.
+Retries: a 408, 409, 429 or 5xx answer (``upstream.RETRY_STATUSES``), a connection failure or a timeout is retried
+up to ``max_retries`` times, waiting what ``Retry-After`` / ``retry-after-ms`` asks (up to ``MAX_RETRY_AFTER_S``)
+or else an exponential backoff.
 Other 4xx answers are final: retrying cannot fix them.
 """
 
@@ -14,95 +13,19 @@ import abc
 import asyncio
 import json
 import logging
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
 from ... import secrets
-from ...errors import GatewayError
 from ...upstream import RETRY_STATUSES, backoff, describe, retry_after
 from ..config import ProviderConfig
+from ..messages import ModelReply, ModelRequest, ProviderError, ProviderTimeout, Sleep
 
 log = logging.getLogger("gateway.loop")
 MAX_RETRY_AFTER_S = 60.0
-Sleep = Callable[[float], Awaitable[None]]
-
-
-class ProviderError(GatewayError):
-    """The LLM provider failed or refused; raised after retries. The message never holds a credential."""
-
-    status = 502
-    code = "provider_error"  # the gateway's own codes: OpenAI has none for an upstream LLM failing
-
-
-class ProviderTimeout(ProviderError):
-    status = 504
-    code = "provider_timeout"
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    id: str
-    name: str
-    arguments: str  # the JSON text exactly as the model wrote it; it may be malformed
-
-    def as_openai(self) -> dict[str, Any]:
-        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
-
-
-@dataclass(frozen=True)
-class ModelRequest:
-    model: str
-    messages: list[dict[str, Any]]  # OpenAI Chat Completions messages
-    tools: list[dict[str, Any]] = field(default_factory=list)  # already in the provider's declaration format
-    tool_choice: Any = None  # OpenAI vocabulary: "auto" | "required" | "none" | {"type": "function", ...}
-    params: Mapping[str, Any] = field(default_factory=dict)  # temperature, max_tokens, ... (OpenAI names)
-    headers: Mapping[str, str] = field(default_factory=dict)  # sent on as they are (the trace's traceparent)
-
-
-@dataclass(frozen=True)
-class ModelReply:
-    content: str
-    tool_calls: tuple[ToolCall, ...]
-    finish_reason: str  # OpenAI vocabulary: stop | tool_calls | length | content_filter
-    model: str
-    usage: Mapping[str, int] | None = None
-
-    def message(self) -> dict[str, Any]:
-        """The assistant message to append to the conversation."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content or None}
-        if self.tool_calls:
-            message["tool_calls"] = [call.as_openai() for call in self.tool_calls]
-        return message
-
-
-def new_call_id() -> str:
-    return "call_" + uuid.uuid4().hex[:24]
-
-
-def tool_call(call_id: Any, name: Any, arguments: Any) -> ToolCall:
-    """A call as a provider sent it, in the types the loop reads. Compatible servers differ: some send the
-    arguments as a JSON object instead of JSON text, some a null name (then answered as an unknown tool)."""
-    if arguments is None:
-        arguments = ""
-    elif not isinstance(arguments, str):
-        arguments = json.dumps(arguments, ensure_ascii=False)
-    return ToolCall(str(call_id) if call_id else new_call_id(), str(name or ""), arguments)
-
-
-def text_of(content: Any) -> str:
-    """The text of a message's content: a string, or the text parts of a list of content parts."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text")
-    return str(content)
 
 
 class HttpProvider(abc.ABC):

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from .base import HttpProvider, ModelReply, ModelRequest, ProviderError, ToolCall, text_of, tool_call
+from ..messages import ModelReply, ModelRequest, ProviderError, ToolCall, text_of, tool_call
+from .base import HttpProvider
 
 # What a Chat Completions message may carry upstream; extension fields of our own endpoint stay behind.
 MESSAGE_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
