@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import re
 import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from . import secrets
 from .events import current_call
@@ -27,8 +28,10 @@ if TYPE_CHECKING:
     from .settings import Settings
 
 # Made once (json.dumps with options makes an encoder per call). ASCII: a line is ASCII whatever the stream's
-# encoding, and a lone surrogate cannot break it.
-_ENCODER = json.JSONEncoder(default=str)
+# encoding, and a lone surrogate cannot break it. Compact, as orjson writes (``encoded``).
+_ENCODER = json.JSONEncoder(default=str, separators=(",", ":"))
+# Types orjson would write its own way (a datetime as ISO text): handed to ``default`` (str), as json does.
+_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 TEXT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 TEXT_IN_CALL = "%(asctime)s %(levelname)s %(name)s [call %(call_id)s]: %(message)s"
 
@@ -112,13 +115,24 @@ class JsonFormatter(logging.Formatter):
             entry["exception"] = record.exc_text
         if record.stack_info:
             entry["stack"] = record.stack_info
-        return _ENCODER.encode(entry)
+        return encoded(entry)
 
     def line(self, created: float, level: str, name: str, message: str, call_id: str | None = None,
              trace_id: str | None = None, fields: dict[str, Any] | None = None) -> str:
         """The line ``format`` makes of a record with these parts and no traceback, without making the record
         (the call log's, once per call). ``message`` is already redacted; ``fields`` are redacted here."""
-        return _ENCODER.encode(_entry(created, level, name, message, call_id, trace_id, fields))
+        return encoded(_entry(created, level, name, message, call_id, trace_id, fields))
+
+
+def encoded(entry: dict[str, Any]) -> str:
+    """``entry`` as one compact line of ASCII JSON. orjson writes it (~6x faster than json) when its text is ASCII,
+    as it nearly always is; json writes the rest (non-ASCII text as ``\\u`` escapes, a lone surrogate, an integer
+    past 64 bits), the same line but for how an exponent is spelt (``1e+16`` against ``1e16``)."""
+    try:
+        data = orjson.dumps(entry, default=str, option=_ORJSON_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError is one
+        return _ENCODER.encode(entry)
+    return data.decode() if data.isascii() else _ENCODER.encode(entry)
 
 
 def _entry(created: float, level: str, name: str, message: str, call_id: str | None, trace_id: str | None,
@@ -131,7 +145,7 @@ def _entry(created: float, level: str, name: str, message: str, call_id: str | N
     if fields:
         known = secrets.known_values()
         for field, value in fields.items():
-            if field not in entry:
+            if field not in entry:  # the standard keys win a clash
                 entry[field] = secrets.redact(value, known) if known and isinstance(value, str) else value
     return entry
 
@@ -140,14 +154,18 @@ def iso_time(timestamp: float) -> str:
     """``2026-11-30T13:18:16.123Z``: what log and audit lines say of when. The text of the second is made once a
     second, not once a line."""
     global _second
-    fraction, whole = math.modf(timestamp)
-    whole, micro = divmod(int(whole) * 1_000_000 + round(fraction * 1_000_000), 1_000_000)  # as datetime rounds
+    whole = int(timestamp)  # after 1970: the integer part, as math.modf takes it
+    micro = round((timestamp - whole) * 1_000_000)  # as datetime rounds a timestamp to the microsecond
+    if micro == 1_000_000:
+        whole, micro = whole + 1, 0
     second, text = _second
     if whole != second:
         text = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S")
         _second = (whole, text)
-    return f"{text}.{micro // 1000:03d}Z"
+    return text + _MILLISECONDS[micro // 1000]
 
+
+_MILLISECONDS = tuple(f".{ms:03d}Z" for ms in range(1000))  # a table: formatting them took half of iso_time
 
 _second = (-1, "")  # (a second since the epoch, its text): replaced whole, so threads never see half of it
 

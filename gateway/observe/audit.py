@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import secrets
 from ..events import Activity, CallActivity, Event, Observer
-from ..logs import iso_time
+from ..logs import encoded, iso_time
 from ..settings import SettingsInvalid
 
 if TYPE_CHECKING:
@@ -50,9 +50,10 @@ BATCH_LINES = 256  # lines the writer takes at once: one write and one flush for
 GATHER_S = 0.02  # how long a line may wait for others to join its batch
 CLOSE_TIMEOUT_S = 10.0
 _STOP = object()
-# Encoders made once (json.dumps with options makes one per call). A line is ASCII: its length is its size in bytes
-# (rotation counts it), and no byte can break a reader. The digest's JSON is UTF-8, as a client would send it.
-_LINE = json.JSONEncoder(separators=(",", ":"), default=str)
+# A line is compact ASCII JSON (``gateway.logs.encoded``): its length is its size in bytes (rotation counts it), and
+# no byte can break a reader. The digest's JSON is UTF-8, as a client would send it, made by json (its spelling of
+# every number is the one the digest has always had); the encoder is made once (json.dumps with options makes one
+# per call).
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
@@ -132,8 +133,8 @@ def _text(item: CallActivity | Event, known: Mapping[str, str]) -> str | None:
         return None
 
 
-def _dumps(entry: Mapping[str, Any], known: Mapping[str, str]) -> str:
-    return _LINE.encode(secrets.redact_value(entry, known) if known else entry)
+def _dumps(entry: dict[str, Any], known: Mapping[str, str]) -> str:
+    return encoded(secrets.redact_value(entry, known) if known else entry)
 
 
 class Sink:

@@ -47,10 +47,11 @@ class CallLog(Observer):
         if known:  # what gateway.secrets does to every record as it is made
             text = secrets.redact(text, known)
         line = handler.formatter.line(time.time(), "INFO", log.name, text, activity.id, activity.trace_id, fields)
+        stream = handler.stream
         handler.acquire()  # as Handler.handle does: lines of several threads do not interleave
         try:
-            handler.stream.write(line + handler.terminator)
-            handler.flush()
+            stream.write(line + handler.terminator)
+            stream.flush()  # what StreamHandler.flush does, under the lock held here
         except RecursionError:
             raise
         except Exception:  # noqa: BLE001 — reported as logging reports a failed write, then the call goes on
