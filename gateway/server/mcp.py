@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -151,7 +151,7 @@ class McpSurface:
             except GatewayError as exc:
                 await _jsonrpc_error(exc, scope, receive, send)
                 return
-            if await self.fast.answer(scope, receive, send, message):
+            if await self.fast.answer(scope, send, message):
                 return
             receive = _replay(body, receive)
         sdk = await self.loaded_sdk()
@@ -159,7 +159,7 @@ class McpSurface:
 
     # -- handlers (the SDK's and the fast path's) -----------------------------------------------------------
 
-    def list_view(self, caller: Caller, headers: Headers, params: Any) -> tuple[Catalog, tuple[Any, ...], int]:
+    def list_view(self, caller: Caller, headers: Mapping[str, str], params: Any) -> tuple[Catalog, tuple[Any, ...], int]:
         """What a ``tools/list`` lists: the catalog, which of its ``visible`` lists, and where the page starts."""
         catalog = self.gateway.catalog
         key = _visible_key(caller, _session(headers, params.meta))
@@ -179,7 +179,7 @@ class McpSurface:
             page["nextCursor"] = str(start + PAGE_SIZE)
         return page
 
-    async def call_tool(self, caller: Caller, headers: Headers, request_id: Any, params: Any) -> dict[str, Any]:
+    async def call_tool(self, caller: Caller, headers: Mapping[str, str], request_id: Any, params: Any) -> dict[str, Any]:
         catalog = self.gateway.catalog
         tool = catalog.tools.get(params.name)
         # A tool the key may not use is unknown to it, as on REST: neither told apart nor suggested.
@@ -293,7 +293,7 @@ def _visible_key(caller: Caller, session: str | None) -> tuple[Any, ...]:
     return "mcp:visible", caller.auth, caller.key is not None, caller.toolsets, bool(session)
 
 
-def _session(headers: Headers, meta: Any) -> str | None:
+def _session(headers: Mapping[str, str], meta: Any) -> str | None:
     """The browser bridge session a request names: ``_meta["gateway/session"]``, else ``X-Gateway-Session``."""
     return _meta_text(meta, SESSION_META) or headers.get("x-gateway-session")
 
@@ -306,7 +306,7 @@ def _meta_text(meta: Any, key: str) -> str | None:
     return value
 
 
-def _context(headers: Headers, caller: Caller, request_id: Any, meta: Any) -> CallContext:
+def _context(headers: Mapping[str, str], caller: Caller, request_id: Any, meta: Any) -> CallContext:
     session = _session(headers, meta)
     return CallContext(
         conversation_id=_meta_text(meta, CONVERSATION_META) or headers.get("x-conversation-id"),

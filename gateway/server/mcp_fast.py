@@ -28,14 +28,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import orjson
-from starlette.datastructures import Headers
-from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import Scope, Send
 
 from .auth import SCOPE_KEY
 from .errors import dumps
@@ -56,6 +55,7 @@ MODERN_ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 4
 ENVELOPE = frozenset({"jsonrpc", "id", "method", "params"})
 ROUTING_HEADERS = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
 JSON = "application/json"
+JSON_BYTES = JSON.encode()
 CALL_KEYS = frozenset({"content", "isError", "resultType", "structuredContent"})
 TEXT_KEYS = frozenset({"type", "text"})
 # Revisions whose result schema shapes a call result as _call_shaped does (test_mcp_fast compares both), and
@@ -113,28 +113,28 @@ class FastPath:
                                                  title=SERVER_TITLE).model_dump(by_alias=True, mode="json",
                                                                                 exclude_none=True)
 
-    async def answer(self, scope: Scope, receive: Receive, send: Send, message: Any) -> bool:
+    async def answer(self, scope: Scope, send: Send, message: Any) -> bool:
         """Answer ``message`` (a screened POST body) and say so, or leave it (False) to the SDK, untouched."""
         if not ENABLED or self.surface.traced or type(message) is not dict:
             return False
         if message.get("method") == "notifications/cancelled":
-            self._cancel(Headers(scope=scope), message)
+            self._cancel(_first_headers(scope), message)
             return False
         request = _request(message)
         if request is None:
             return False
-        headers = Headers(scope=scope)
+        headers = _first_headers(scope)
         if not _plain_post(headers):
             return False
         types = self.types or await self.surface.loaded_types()
         requested = headers.get("mcp-protocol-version")
         if requested is not None and requested not in types.handshake:
-            return await self._modern(scope, receive, send, headers, request, types)
-        return await self._legacy(scope, receive, send, headers, request, types)
+            return await self._modern(scope, send, headers, request, types)
+        return await self._legacy(scope, send, headers, request, types)
 
     # -- the two revisions ----------------------------------------------------------------------------------
 
-    async def _modern(self, scope: Scope, receive: Receive, send: Send, headers: Headers,
+    async def _modern(self, scope: Scope, send: Send, headers: Mapping[str, str],
                       request: tuple[Any, str, Any], types: Types) -> bool:
         request_id, method, params = request
         if _duplicated(scope, ROUTING_HEADERS) or not self._envelope_agrees(headers, method, params, types):
@@ -149,10 +149,11 @@ class FastPath:
             return False
         outcome = await self._outcome(scope, headers, request_id, method, version, typed, types, None)
         status = MODERN_ERROR_STATUS.get(outcome.code, 200) if outcome.code is not None else 200
-        await Response(outcome.body, status, media_type=JSON)(scope, receive, send)
+        await _respond(send, status, [(b"content-length", b"%d" % len(outcome.body)), (b"content-type", JSON_BYTES)],
+                       outcome.body)
         return True
 
-    async def _legacy(self, scope: Scope, receive: Receive, send: Send, headers: Headers,
+    async def _legacy(self, scope: Scope, send: Send, headers: Mapping[str, str],
                       request: tuple[Any, str, Any], types: Types) -> bool:
         request_id, method, params = request
         session_id = headers.get("mcp-session-id")
@@ -171,11 +172,11 @@ class FastPath:
             cancellable = (session_id, _coerce(request_id)) if session.held else None
             outcome = await self._outcome(scope, headers, request_id, method, session.version, typed, types,
                                           cancellable)
-            await Response(outcome.body, 200, headers={"Content-Type": JSON, "mcp-session-id": session_id})(
-                scope, receive, send)
+            await _respond(send, 200, [(b"content-type", JSON_BYTES), (b"mcp-session-id", session_id.encode("latin-1")),
+                                       (b"content-length", b"%d" % len(outcome.body))], outcome.body)
         return True
 
-    def _envelope_agrees(self, headers: Headers, method: str, params: Any, types: Types) -> bool:
+    def _envelope_agrees(self, headers: Mapping[str, str], method: str, params: Any, types: Types) -> bool:
         """Whether the SDK's 2026-07-28 classifier routes this request (``classify_inbound_request``'s ladder,
         the accepting branch only; a base64-wrapped ``Mcp-Name`` is left to it)."""
         meta = params.get("_meta") if params is not None else None
@@ -192,13 +193,13 @@ class FastPath:
 
     # -- the answer -----------------------------------------------------------------------------------------
 
-    async def _outcome(self, scope: Scope, headers: Headers, request_id: Any, method: str, version: str,
+    async def _outcome(self, scope: Scope, headers: Mapping[str, str], request_id: Any, method: str, version: str,
                        typed: Any, types: Types, cancellable: tuple[str, Any] | None) -> _Outcome:
         modern = version in types.modern
         caller = scope[SCOPE_KEY]
-        call = _Call()
+        call = _Call() if cancellable is not None else None
         try:
-            with call.scope:
+            with call.scope if call is not None else contextlib.nullcontext():
                 if cancellable is not None:
                     self._cancellable[cancellable] = call
                 try:
@@ -222,13 +223,13 @@ class FastPath:
                 error = _Outcome.error(request_id, 0, str(exc))
         else:
             error = None
-        if call.cancelled:  # a cancelled request is answered so on the 2025 wire, whatever it came to
+        if call is not None and call.cancelled:  # a cancelled request is answered so on the 2025 wire, whatever it came to
             return _Outcome.error(request_id, REQUEST_CANCELLED, "Request cancelled")
         if error is not None:
             return error
         return _Outcome(b'{"jsonrpc":"2.0","id":' + _json(request_id) + b',"result":' + result + b"}")
 
-    def _page(self, caller: Any, headers: Headers, typed: Any, version: str, types: Types) -> bytes:
+    def _page(self, caller: Any, headers: Mapping[str, str], typed: Any, version: str, types: Types) -> bytes:
         """A ``tools/list`` result as bytes: a page that starts where the surface's pages start is kept in the
         catalog's memo (per kind of caller and revision); one at a cursor a client made up is not."""
         catalog, key, start = self.surface.list_view(caller, headers, typed)
@@ -262,7 +263,7 @@ class FastPath:
                 shaped["_meta"] = {**(meta or {}), types.server_info_key: dict(self._server_info)}
         return shaped
 
-    def _cancel(self, headers: Headers, message: dict[str, Any]) -> None:
+    def _cancel(self, headers: Mapping[str, str], message: dict[str, Any]) -> None:
         session_id = headers.get("mcp-session-id")
         params = message.get("params")
         if session_id is None or not isinstance(params, dict):
@@ -338,7 +339,7 @@ def _request(message: dict[str, Any]) -> tuple[Any, str, Any] | None:
     return request_id, method, params
 
 
-def _plain_post(headers: Headers) -> bool:
+def _plain_post(headers: Mapping[str, str]) -> bool:
     """``Content-Type: application/json`` (as both the SDK's checks read it) and an ``Accept`` taking JSON (its
     ``check_accept_headers``)."""
     content_type = headers.get("content-type")
@@ -346,6 +347,23 @@ def _plain_post(headers: Headers) -> bool:
         return False
     accepted = {part.strip().split(";")[0].strip().lower() for part in headers.get("accept", "").split(",")}
     return bool(accepted & {"*/*", JSON, "application/*"})
+
+
+def _first_headers(scope: Scope) -> dict[str, str]:
+    """A request's headers by (lowercase) name, the first of each name: what Starlette's ``Headers.get`` gives,
+    which the SDK reads (one dict instead of a scan of every header per lookup)."""
+    headers: dict[str, str] = {}
+    for name, value in scope["headers"]:
+        key = name.decode("latin-1")
+        if key not in headers:
+            headers[key] = value.decode("latin-1")
+    return headers
+
+
+async def _respond(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+    """What Starlette's ``Response`` sends, with the headers in its order."""
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _duplicated(scope: Scope, names: tuple[bytes, ...]) -> bool:
