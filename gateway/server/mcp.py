@@ -55,7 +55,7 @@ from .mcp_fast import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, FastPath, Pr
 from .release import release
 
 if TYPE_CHECKING:
-    from .mcp_sdk import SdkServer
+    from .mcp_sdk import SdkServer  # imported in a thread once the app starts (``run``)
 
 log = logging.getLogger("gateway.mcp")
 PAGE_SIZE = 500

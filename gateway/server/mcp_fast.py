@@ -30,7 +30,7 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 import orjson
@@ -38,9 +38,6 @@ from starlette.types import Scope, Send
 
 from .auth import SCOPE_KEY
 from .errors import dumps
-
-if TYPE_CHECKING:
-    from .mcp import McpSurface
 
 log = logging.getLogger("gateway.mcp")
 ENABLED = True  # tests switch it off to compare with the SDK's own answers
@@ -61,6 +58,24 @@ TEXT_KEYS = frozenset({"type", "text"})
 # Revisions whose result schema shapes a call result as _call_shaped does (test_mcp_fast compares both), and
 # whether it keeps ``resultType``; any other revision's results go through the schema itself.
 CALL_SHAPES = {"2025-11-25": False, "2026-07-28": True}
+
+
+class Surface(Protocol):
+    """What the fast path (and ``mcp_sdk``) use of ``McpSurface``: its handlers and views, without an import of
+    it (which imports both)."""
+
+    gateway: Any
+    version: str
+    traced: bool
+    sdk: Any  # mcp_sdk.SdkServer, once running
+
+    def input_schema(self, name: str) -> Any: ...
+    def list_view(self, caller: Any, headers: Mapping[str, str], params: Any) -> tuple[Any, tuple[Any, ...], int]: ...
+    def list_page(self, catalog: Any, key: tuple[Any, ...], start: int, caller: Any) -> dict[str, Any]: ...
+    def page_key(self, key: tuple[Any, ...], start: int) -> tuple[Any, ...] | None: ...
+    async def call_tool(self, caller: Any, headers: Mapping[str, str], request_id: Any,
+                        params: Any) -> dict[str, Any]: ...
+    async def loaded_types(self) -> Types: ...
 
 
 class ProtocolError(Exception):
@@ -101,7 +116,7 @@ def import_types() -> Types:
 class FastPath:
     """The fast path of one ``McpSurface``."""
 
-    def __init__(self, surface: McpSurface):
+    def __init__(self, surface: Surface):
         self.surface = surface
         self.types: Types | None = None
         self._server_info: dict[str, Any] = {}

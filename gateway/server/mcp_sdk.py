@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 from mcp.server._otel import OpenTelemetryMiddleware
@@ -29,11 +29,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolRequestParams, PaginatedRequestParams
 
 from .auth import SCOPE_KEY
-from .mcp_fast import CACHE_HINTS, SERVER_NAME, SERVER_TITLE, ProtocolError
+from .mcp_fast import CACHE_HINTS, SERVER_NAME, SERVER_TITLE, ProtocolError, Surface
 from .mcp_sessions import SharedSessions
-
-if TYPE_CHECKING:
-    from .mcp import McpSurface
 
 
 class _GatewayServer(Server[Any]):
@@ -54,7 +51,7 @@ class _GatewayServer(Server[Any]):
 class SdkServer:
     """The SDK's server for one ``McpSurface``, with ``run()`` its lifetime."""
 
-    def __init__(self, surface: McpSurface):
+    def __init__(self, surface: Surface):
         self.surface = surface
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
