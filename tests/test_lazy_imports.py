@@ -14,6 +14,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from support import EXAMPLES, free_port
 
 # Modules (and their submodules) a gateway serving the shipped examples over REST must not have imported.
@@ -117,3 +118,30 @@ def test_an_mcp_source_imports_the_client_when_built(write_definitions):
     ''')
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert {"mcp.client", "gateway.mcp_client", "gateway.sources.mcp"} <= set(json.loads(done.stdout))
+
+
+def test_the_chat_settings_check_imports_neither_the_loop_nor_templates():
+    """Checking the chat settings (what the server does at start) imports neither the loop itself, nor the
+    provider clients, nor the template engine when no provider is configured."""
+    code = textwrap.dedent('''
+        import json, sys
+        from gateway.loop.config import load_loop_config
+        from gateway.settings import Settings
+        load_loop_config(Settings())
+        print(json.dumps(sorted(sys.modules)))
+    ''')
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert _loaded(json.loads(done.stdout), ("gateway.loop.loop", "gateway.loop.providers", "gateway.templates",
+                                            "jinja2")) == []
+
+
+def test_every_name_the_loop_exports_resolves():
+    """``gateway.loop`` imports its names on first use: each one in ``__all__`` resolves to the object of that
+    name in its module, the table of homes lists exactly ``__all__``, and any other name is an AttributeError."""
+    import gateway.loop
+
+    assert set(gateway.loop.__all__) == set(gateway.loop._HOMES)
+    for name in gateway.loop.__all__:
+        assert getattr(gateway.loop, name).__name__ == name
+    with pytest.raises(AttributeError):
+        gateway.loop.Nonexistent  # noqa: B018

@@ -25,12 +25,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .. import secrets
 from ..settings import Settings, SettingsInvalid
-from ..templates import Template, TemplateInvalid, compile_template
+
+if TYPE_CHECKING:
+    from ..templates import Template
 
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 _PROVIDER_KEYS = {"kind", "base_url", "model", "api_key", "timeout_s", "max_retries", "headers", "query",
@@ -183,6 +185,9 @@ def _refused_secrets(provider: ProviderConfig, settings: Settings) -> list[str]:
 
 
 def _template(where: str, source: str, problems: list[str]) -> Template:
+    # Imported by the first provider key or header: without a provider, serving needs no Jinja2 of the loop's.
+    from ..templates import TemplateInvalid, compile_template
+
     try:
         return compile_template(source, {"secrets"})
     except TemplateInvalid as exc:
