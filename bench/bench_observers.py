@@ -1,5 +1,6 @@
-"""What the call log, the audit trail and SLO bookkeeping cost per call, each on its own, against an in-process
-``invoke`` of the ``sum`` example with no consumer.
+"""What each consumer of the event stream costs per call, on its own (call log, live view, metrics, SLOs, audit
+trail, tracer — recorded and sampled out — and the OTLP encoding of a span), against an in-process ``invoke`` of
+the ``sum`` example with no consumer.
 
     python bench/bench_observers.py [--rounds 7]
 
@@ -22,10 +23,10 @@ from pathlib import Path
 
 from gateway import secrets
 from gateway.context import CallContext
-from gateway.events import CallActivity
+from gateway.events import CallActivity, new_call_id
 from gateway.invoke import invoke
 from gateway.logs import configure_logging
-from gateway.observe import audit, calllog, slo
+from gateway.observe import audit, calllog, live, metrics, slo
 from gateway.runtime import Gateway
 from gateway.settings import Settings
 
@@ -38,6 +39,44 @@ def ended_call() -> CallActivity:
                         arguments={"a": 1, "b": 2}, version="0babc2aa49bd7f10")
     call.outcome, call.duration_s, call.result_chars = "ok", 0.0012, 3
     return call
+
+
+def fresh() -> CallActivity:
+    """An ended call with an id of its own (the live view's ring turns)."""
+    call = ended_call()
+    call.id = new_call_id()
+    return call
+
+
+def both(observer, call: CallActivity) -> None:
+    observer.begin(call)
+    observer.end(call)
+
+
+def tracer_rows(best) -> list[tuple[str, float]]:
+    """A call span recorded and sampled out (begin + end, no exporter), and what the OTLP encoder takes per span."""
+    try:
+        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        from gateway.observe import otel
+    except ImportError:  # the [otel] extra is not installed
+        return []
+    kept = InMemorySpanExporter()
+    recorded = otel.Tracer(otel.make_provider([]))
+    recorded.provider.add_span_processor(SimpleSpanProcessor(kept))
+    os.environ["OTEL_TRACES_SAMPLER"] = "always_off"
+    try:
+        sampled_out = otel.Tracer(otel.make_provider([]))
+    finally:
+        del os.environ["OTEL_TRACES_SAMPLER"]
+    rows = [("tracer begin() + end(), span recorded (no exporter)", best(lambda: both(recorded, fresh()), 5_000)),
+            ("tracer begin() + end(), span sampled out", best(lambda: both(sampled_out, fresh()), 5_000))]
+    spans = kept.get_finished_spans()[-512:]
+    rows.append(("OTLP encoding of a call span (batches of 512, SDK's encoder)",
+                 best(lambda: encode_spans(spans).SerializeToString(), 3) / len(spans)))
+    return rows
 
 
 def main() -> None:
@@ -65,7 +104,7 @@ def main() -> None:
         configure_logging(Settings(log_format=log_format, log_level=level))
         logging.getLogger().handlers[0].setStream(devnull)
 
-    call, call_log = ended_call(), calllog.CallLog()
+    call, call_log, live_calls, counted = ended_call(), calllog.CallLog(), live.LiveCalls(), metrics.Metrics(gateway)
     log_to_devnull("text", "warning")
     rows.append(("call log, gateway.calls below its level", best(lambda: call_log.end(call), 20_000)))
     for known in ("no secret known", "secret known"):
@@ -75,6 +114,9 @@ def main() -> None:
         for log_format in ("text", "json"):
             log_to_devnull(log_format, "info")
             rows.append((f"call log line, {log_format}, {known}", best(lambda: call_log.end(call), 5_000)))
+    rows.append(("live view end() (record kept, nobody reading)", best(lambda: live_calls.end(fresh()), 20_000)))
+    rows.append(("metrics begin() + end()", best(lambda: both(counted, fresh()), 20_000)))
+    rows.extend(tracer_rows(best))
     slos = slo.make(gateway)
     rows.append(("slo end()", best(lambda: slos.end(call), 20_000)))
     rows.append((f"slo figures(), a tool with {slo.SAMPLES} samples (per scrape)", best(slos.figures, 100)))

@@ -123,3 +123,31 @@ def test_an_audit_line_of_non_ascii_arguments_is_ascii_and_keeps_them():
     assert line.isascii() and entry["user"] == "zoë" and entry["arguments"] == {"name": "Zürich 北京", "n": 1}
     assert entry["argument_bytes"] == len(json.dumps(call.arguments, sort_keys=True, separators=(",", ":"),
                                                      ensure_ascii=False).encode())
+
+
+def test_calls_in_flight_counts_the_calls_between_begin_and_end():
+    """``tool_gateway_calls_in_flight`` is the number of calls begun and not yet ended when scraped."""
+    from types import SimpleNamespace
+
+    from prometheus_client import generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from gateway.observe.metrics import Metrics
+
+    gateway = SimpleNamespace(observers={}, catalog=SimpleNamespace(version="v1", tools={}))
+    metrics, bus = Metrics(gateway), EventBus()
+    bus.subscribe(metrics)
+
+    def in_flight() -> float:
+        text = generate_latest(metrics.registry).decode()
+        family, = (f for f in text_string_to_metric_families(text) if f.name == "tool_gateway_calls_in_flight")
+        return family.samples[0].value
+
+    first, second = CallActivity("call", tool="t", surface="rest"), CallActivity("call", tool="t", surface="mcp")
+    bus.begin(first)
+    bus.begin(second)
+    assert in_flight() == 2
+    bus.end(first, "ok")
+    assert in_flight() == 1
+    bus.end(second, "timeout")
+    assert in_flight() == 0
