@@ -41,6 +41,9 @@ from .errors import dumps
 
 log = logging.getLogger("gateway.mcp")
 ENABLED = True  # tests switch it off to compare with the SDK's own answers
+# The SDK answers every request with one JSON body, never an SSE stream (``mcp_sdk``): the framing the fast path
+# reproduces. With SSE answers configured, it would step aside.
+JSON_RESPONSES = True
 FAST_METHODS = frozenset({"tools/call", "tools/list"})
 SERVER_NAME = "tool-gateway"
 SERVER_TITLE = "Tool gateway"
@@ -130,7 +133,7 @@ class FastPath:
 
     async def answer(self, scope: Scope, send: Send, message: Any) -> bool:
         """Answer ``message`` (a screened POST body) and say so, or leave it (False) to the SDK, untouched."""
-        if not ENABLED or self.surface.traced or type(message) is not dict:
+        if not ENABLED or not JSON_RESPONSES or self.surface.traced or type(message) is not dict:
             return False
         if message.get("method") == "notifications/cancelled":
             self._cancel(_first_headers(scope), message)

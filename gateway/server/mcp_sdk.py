@@ -12,6 +12,7 @@ have a GET stream to hear about changes on.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -29,8 +30,13 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolRequestParams, PaginatedRequestParams
 
 from .auth import SCOPE_KEY
-from .mcp_fast import CACHE_HINTS, SERVER_NAME, SERVER_TITLE, ProtocolError, Surface
+from .mcp_fast import CACHE_HINTS, JSON_RESPONSES, SERVER_NAME, SERVER_TITLE, ProtocolError, Surface
 from .mcp_sessions import SharedSessions
+
+# The session manager says at INFO that it started (now a moment after the app, amid requests), and then once
+# per session opened or refused: noise at that rate. Its warnings (a session refused for another credential, too
+# many sessions) still show.
+logging.getLogger("mcp.server.streamable_http_manager").setLevel(logging.WARNING)
 
 
 class _GatewayServer(Server[Any]):
@@ -76,7 +82,7 @@ class SdkServer:
         self.held: dict[str, Any] = {}
         settings = surface.gateway.settings
         self.manager = StreamableHTTPSessionManager(
-            self.server, json_response=True, max_request_body_size=settings.max_body_bytes,
+            self.server, json_response=JSON_RESPONSES, max_request_body_size=settings.max_body_bytes,
             # Host and Origin are checked app-wide (origins.OriginGuard); given explicitly, the SDK's settings
             # are not rebuilt (a pydantic model) on every request.
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
