@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
+import sys
 from typing import Any
 
 import httpx
@@ -10,6 +12,7 @@ import pytest
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from server_support import ADMIN_KEY, API_KEYS, READER_KEY
+from support import until_async
 
 import gateway.server.mcp as mcp_surface
 from gateway.server import mcp_fast
@@ -90,7 +93,7 @@ class Exchange:
     def session(self, key: str) -> str:
         init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
                 "params": {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
-        auth = {"Authorization": f"Bearer {key}"}
+        auth = {"Authorization": f"Bearer {key}"} if key else {}
         opened = self.client.post("/mcp", json=init, headers=ACCEPT | auth)
         session = opened.headers["mcp-session-id"]
         self.client.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"},
@@ -212,3 +215,51 @@ async def test_real_clients_take_the_fast_path(start_server, shared_examples, mo
     async with Client(f"{served.url}/mcp") as client:
         await client.call_tool("sum", {"a": 1, "b": 2})
     assert "tools/call" in seen
+
+
+WAITS_PY = '''
+import asyncio
+import threading
+
+started = threading.Event()
+
+
+async def waits() -> str:
+    started.set()
+    await asyncio.sleep(60)
+    return "never"
+'''
+
+
+async def test_a_cancelled_fast_call_is_answered_as_the_sdk_answers_it(write_definitions, start_server, monkeypatch):
+    """A 2025-11-25 client's notifications/cancelled ends its tools/call in flight: the call's POST is answered
+    -32800 "Request cancelled", through the fast path as through the SDK."""
+    module = "mcp_fast_waits"
+    root = write_definitions({f"python/{module}.py": WAITS_PY, "tools.yaml": f"""
+        tools:
+          - id: waits
+            name: waits
+            user_description: u
+            ai_description: a
+            timeout_s: 120
+            binding: {{python: "{module}:waits"}}
+        """})
+    served = start_server(root)
+    answers = []
+    async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
+        for enabled in (True, False):
+            monkeypatch.setattr(mcp_fast, "ENABLED", enabled)
+            session = Exchange(served.url, monkeypatch).session("")
+            headers = ACCEPT | {"MCP-Protocol-Version": LEGACY, "Mcp-Session-Id": session}
+            call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "waits", "arguments": {}}}
+            pending = asyncio.ensure_future(http.post("/mcp", json=call, headers=headers))
+            await until_async(lambda: "mcp_fast_waits" in sys.modules and sys.modules[module].started.is_set(),
+                              "the tool to start")
+            sys.modules[module].started.clear()
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}}
+            assert (await http.post("/mcp", json=cancel, headers=headers)).status_code == 202
+            answered = await pending
+            assert answered.headers["mcp-session-id"] == session
+            answers.append((answered.status_code, answered.json()))
+    assert answers[0] == answers[1]
+    assert answers[0][1]["error"] == {"code": -32800, "message": "Request cancelled"}
