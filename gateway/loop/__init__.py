@@ -54,7 +54,8 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f".{home}", __name__), name)
+    value = globals()[name] = getattr(import_module(f".{home}", __name__), name)  # found directly from now on
+    return value
 
 
 def __dir__() -> list[str]:
