@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -40,7 +41,9 @@ from .auth import SCOPE_KEY
 from .errors import dumps
 
 log = logging.getLogger("gateway.mcp")
-ENABLED = True  # tests switch it off to compare with the SDK's own answers
+# Tests switch it off to compare with the SDK's own answers; TOOL_GATEWAY_MCP_FAST=0 does for a server process
+# (bench_speed.py compares both in one run).
+ENABLED = os.environ.get("TOOL_GATEWAY_MCP_FAST", "1") != "0"
 # The SDK answers every request with one JSON body, never an SSE stream (``mcp_sdk``): the framing the fast path
 # reproduces. With SSE answers configured, it would step aside.
 JSON_RESPONSES = True
