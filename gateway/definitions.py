@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -191,6 +191,8 @@ def duplicate_sources(files: Iterable[FileDefinitions]) -> list[Problem]:
 def api_documents(files: Iterable[FileDefinitions]) -> list[Problem]:
     """A warning for each API document below the definitions directory that no source names as its ``spec``."""
     files = list(files)
+    if not any(f.api_document for f in files):  # the common case: no set of every source's spec to make
+        return []
     named = {os.path.normpath(str(source.settings.get("spec", ""))) for f in files for source in f.sources}
     return [Problem(f.file, 1, 1, "an OpenAPI document, not a definitions file, and no source names it as its "
                                   "spec: its operations are not served (declare `sources: [{id: ..., openapi: "
@@ -297,7 +299,8 @@ class DefinitionsCache:
 
     def __init__(self, store: ParsedStore | None = None) -> None:
         self.store = store  # parses kept between runs (a serving gateway's), or None
-        self._files: dict[tuple[str, str], FileDefinitions] = {}
+        # Shown name -> the file parsed under it last: an edit replaces its entry, so only deletions leave any.
+        self._files: dict[str, FileDefinitions] = {}
         self._digests = FileDigests()
         self._plugins: dict[str, DefinitionsCache] = {}
         self.ids = ToolIds()  # where each id is declared: repeats are found in what changed
@@ -310,17 +313,18 @@ class DefinitionsCache:
         """The definitions in the file at ``path`` (shown as ``file``); raises ``OSError`` if it cannot be read,
         ``FileRefused`` if it is larger than ``limits`` allow or not a regular file."""
         digest, data = self._digests.read(path, limits.max_file_bytes)
-        cached = self._files.get((file, digest))
-        if cached is None:
+        cached = self._files.get(file)
+        if cached is None or cached.digest != digest:
             if data is None:  # its digest is known from an earlier read, but it was not parsed under this name
                 data = self._digests.read(path, limits.max_file_bytes, force=True)[1] or b""
-            cached = self._files[file, digest] = _parse_bytes(file, data, limits, self.store)
+            cached = self._files[file] = _parse_bytes(file, data, limits, self.store)
         return cached
 
-    def retain(self, keep: Iterable[FileDefinitions]) -> None:
-        """Forget every parsed file that is not in ``keep`` (the files of the latest load)."""
-        wanted = {(f.file, f.digest) for f in keep}
-        self._files = {key: value for key, value in self._files.items() if (key[0], value.digest) in wanted}
+    def retain(self, keep: Sequence[FileDefinitions]) -> None:
+        """Forget every parsed file that is not in ``keep`` (the files of the latest load, each from ``load``)."""
+        if len(self._files) > len(keep):  # each kept one has its entry: only then is anything stale
+            wanted = {f.file for f in keep}
+            self._files = {name: parsed for name, parsed in self._files.items() if name in wanted}
         self._digests.sweep()
 
 

@@ -17,19 +17,30 @@ what changed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .bindings import BindingProblems
 from .errors import Problem
 
 if TYPE_CHECKING:
     from .bindings import BuildEnv
-    from .buildcache import BuildCache
     from .definitions import Definitions, FileDefinitions
     from .filter_call import Filter
     from .filters import SharedFilters
+
+
+class _Cache(Protocol):
+    """What is used of ``gateway.buildcache.BuildCache`` (which holds a ``FileBuilds``)."""
+
+    file_builds: FileBuilds
+
+    def tool(self, definition: Any, env: BuildEnv, build: Callable[[Any, BuildEnv], Any]) -> Any: ...
+
+    def retain(self, definitions: Iterable[Any]) -> None: ...
+
+    def forget(self, definitions: Iterable[Any]) -> None: ...
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -42,18 +53,17 @@ class FileBuild:
     warnings: tuple[Problem, ...]
     problems: tuple[Problem, ...]
     scripts: tuple[Any, ...]  # its tools with a browser script, whose digest is part of the version
-
-    @property
-    def reusable(self) -> bool:
-        return not self.problems and not self.scripts
+    reusable: bool  # no problem and no script: the next build may take it whole for the same file
 
 
 @dataclass
 class FileBuilds:
-    """The latest build's ``FileBuild`` of each file, and what they were built with."""
+    """The latest build's ``FileBuild`` of each file, in file order, and what they were built with."""
 
     key: tuple[Any, ...] | None = None
-    by_file: dict[int, FileBuild] = field(default_factory=dict)  # id(FileDefinitions) -> its build
+    parts: tuple[FileBuild, ...] = ()
+    tools: dict[str, Any] = field(default_factory=dict)  # the parts' tools, in file order
+    chains: dict[str, tuple[Filter, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,39 +80,75 @@ def per_file(definitions: Definitions, plugins: Sequence[Any]) -> bool:
     return not (plugins or definitions.repeated or any(f.sources or f.overrides for f in definitions.files))
 
 
-def build_files(definitions: Definitions, env: BuildEnv, cache: BuildCache, shared: SharedFilters,
+def build_files(definitions: Definitions, env: BuildEnv, cache: _Cache, shared: SharedFilters,
                 build_tool: Callable[[Any, BuildEnv], Any]) -> Assembled:
     """Every file's tools, reusing the latest build's results for the files that did not change."""
     state: FileBuilds = cache.file_builds
     key = (env.settings, str(definitions.root), env.python_digest)
-    fresh = state.key != key or not state.by_file
-    previous = {} if state.key != key else state.by_file
-    warnings = [p for p in definitions.problems if p.severity != "error"]
-    problems = [p for p in definitions.problems if p.severity == "error"]
+    fresh = state.key != key or not state.parts
+    before = () if state.key != key else state.parts
+    files = definitions.files
+    # The common edit keeps every file where it was: the part at the same place is the one to reuse (or, for a
+    # file of the same name, the one it replaces). A file added, removed or renamed looks the others up by file.
+    in_place = len(before) == len(files)
+    by_file: dict[int, FileBuild] | None = None
     parts: list[FileBuild] = []
-    for file in definitions.files:
-        built = previous.get(id(file))
-        if built is None or built.file is not file or not built.reusable:
+    for index, file in enumerate(files):
+        built = before[index] if in_place else None
+        if built is not None and built.file is not file:
+            if built.file.file != file.file:
+                in_place = False
+            built = None
+        if built is None and not in_place:
+            if by_file is None:
+                by_file = {id(part.file): part for part in before}
+            built = by_file.get(id(file))  # the state holds its files: an id found is that very file's
+        if built is None or not built.reusable:
             built = _build_file(file, env, cache, shared, build_tool)
         parts.append(built)
-    now = {id(part.file): part for part in parts}
+    changed = [index for index, part in enumerate(parts) if not in_place or part is not before[index]]
     if fresh:  # the cache may hold tools of files this state never saw (a build of another kind came first)
         cache.retain(definition for part in parts for definition in part.file.buildable)
-    else:  # only the files that went can have left tools behind (the state holds them: their ids are theirs)
-        cache.forget(definition for id_, part in previous.items() if id_ not in now
-                     for definition in part.file.buildable)
-    state.key, state.by_file = key, now
-    tools: dict[str, Any] = {}
-    chains: dict[str, tuple[Filter, ...]] = {}
+    elif in_place:  # only the files replaced can have left tools behind
+        cache.forget(d for index in changed if before[index].file is not parts[index].file
+                     for d in before[index].file.buildable)
+    else:
+        present = {id(part.file) for part in parts}
+        cache.forget(d for part in before if id(part.file) not in present for d in part.file.buildable)
+    tools, chains = _merged(before, parts, changed, in_place, state)
+    warnings = [p for p in definitions.problems if p.severity != "error"]
+    problems = [p for p in definitions.problems if p.severity == "error"]
+    for part in parts:
+        if part.warnings:
+            warnings += part.warnings
+        if part.problems:
+            problems += part.problems
+    state.key, state.parts, state.tools, state.chains = key, tuple(parts), tools, chains
+    return Assembled(tools, chains, warnings, problems, state.parts)
+
+
+def _merged(before: Sequence[FileBuild], parts: Sequence[FileBuild], changed: Sequence[int], in_place: bool,
+            state: FileBuilds) -> tuple[dict[str, Any], dict[str, tuple[Filter, ...]]]:
+    """Every part's tools (in file order) and chains: the latest build's, with the changed parts' put in place
+    when each declares the same ids in the same order as the part it replaces, else merged anew."""
+    if in_place and len(changed) < len(parts) and all(list(parts[i].tools) == list(before[i].tools)
+                                                      for i in changed):
+        tools, chains = dict(state.tools), dict(state.chains)
+        for index in changed:
+            tools.update(parts[index].tools)  # the same keys: each stays where it was
+            for tool_id in before[index].chains:
+                del chains[tool_id]
+        for index in changed:
+            chains.update(parts[index].chains)
+        return tools, chains
+    tools, chains = {}, {}
     for part in parts:
         tools.update(part.tools)
         chains.update(part.chains)
-        warnings += part.warnings
-        problems += part.problems
-    return Assembled(tools, chains, warnings, problems, tuple(parts))
+    return tools, chains
 
 
-def _build_file(file: FileDefinitions, env: BuildEnv, cache: BuildCache, shared: SharedFilters,
+def _build_file(file: FileDefinitions, env: BuildEnv, cache: _Cache, shared: SharedFilters,
                 build_tool: Callable[[Any, BuildEnv], Any]) -> FileBuild:
     outer, env.warnings = env.warnings, []  # the warnings this file's tools report, kept with them
     problems: list[Problem] = []
@@ -123,8 +169,8 @@ def _build_file(file: FileDefinitions, env: BuildEnv, cache: BuildCache, shared:
         warnings = tuple(env.warnings)
     finally:
         env.warnings = outer
-    return FileBuild(file, tools, chains, warnings, tuple(problems),
-                     tuple(tool for tool in tools.values() if tool.script))
+    scripts = tuple(tool for tool in tools.values() if tool.script)
+    return FileBuild(file, tools, chains, warnings, tuple(problems), scripts, not problems and not scripts)
 
 
 def changed_tools(before: Any, now: Any) -> tuple[list[str], list[str], list[str]]:
