@@ -236,15 +236,14 @@ class FastPath:
         except ProtocolError as exc:
             error = _Outcome.error(request_id, exc.code, exc.message)
         except Exception as exc:
-            if modern:
-                log.exception("MCP %s failed", method)
-                error = _Outcome.error(request_id, INTERNAL_ERROR, "Internal server error")
-            else:  # the SDK's dispatcher pins code 0 and the exception's text on this revision
-                log.exception("MCP %s failed", method)
-                error = _Outcome.error(request_id, 0, str(exc))
+            log.exception("MCP %s failed", method)
+            # As the SDK answers: a generic internal error on 2026-07-28; on the handshake revisions its
+            # dispatcher pins code 0 and the exception's text.
+            error = (_Outcome.error(request_id, INTERNAL_ERROR, "Internal server error") if modern
+                     else _Outcome.error(request_id, 0, str(exc)))
         else:
             error = None
-        if call is not None and call.cancelled:  # a cancelled request is answered so on the 2025 wire, whatever it came to
+        if call is not None and call.cancelled:  # answered so on the 2025 wire, whatever the call came to
             return _Outcome.error(request_id, REQUEST_CANCELLED, "Request cancelled")
         if error is not None:
             return error
