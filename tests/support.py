@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
+import pytest
 import uvicorn
 
 from gateway.catalog import Catalog, build_catalog
@@ -34,6 +35,16 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "tool-definitions"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CHROMIUM = "/usr/bin/chromium"  # Debian's, driven by Playwright
+# Real JavaScript clients and documents (tests/clients/package.json), installed by README's test command with npm ci.
+NODE_MODULES = Path(__file__).resolve().parent / "clients" / "node_modules"
+
+
+def needs_node_modules(*paths: str) -> Any:
+    """Skip a test whose npm packages are not installed, except in CI, where README's command installs them: there
+    a missing package fails the test instead of hiding it."""
+    missing = [p for p in paths if not (NODE_MODULES / p).exists()]
+    return pytest.mark.skipif(bool(missing) and not os.environ.get("CI"),
+                              reason=f"npm packages not installed (npm ci --prefix tests/clients): {missing}")
 # No background traffic (updates, sync, first-run pages): a browser test talks only to the servers it started.
 CHROMIUM_ARGS = ("--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--no-first-run", "--disable-sync")

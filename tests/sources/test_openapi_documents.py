@@ -15,7 +15,7 @@ from openapi_apis import PETSTORE, TRACKER
 from starlette.applications import Starlette
 from starlette.responses import Response
 from starlette.routing import Route
-from support import serving
+from support import NODE_MODULES, needs_node_modules, serving
 
 from gateway.catalog import build_catalog
 from gateway.cli import main
@@ -23,7 +23,7 @@ from gateway.definitions import load_definitions
 from gateway.errors import DefinitionsInvalid
 from gateway.settings import Settings
 
-REAL_WORLD = Path("/usr/lib/node_modules/@octokit/openapi/generated/api.github.com.json")
+REAL_WORLD = NODE_MODULES / "@octokit/openapi/generated/api.github.com.json"
 
 BROKEN = """\
 openapi: 3.0.3
@@ -195,7 +195,7 @@ def test_import_writes_definitions_that_validate_and_serve_the_same_tools(write_
     assert _comparable(_build(out.parent)) == _comparable(_build(root))
 
 
-@pytest.mark.skipif(not REAL_WORLD.is_file(), reason="GitHub's OpenAPI document (npm @octokit/openapi) not installed")
+@needs_node_modules("@octokit/openapi/generated/api.github.com.json")
 def test_githubs_published_document_converts_in_place(tmp_path, capsys):
     """GitHub's real OpenAPI 3.0 document (13 MB, ~1,200 operations) imports, and the output validates."""
     out = tmp_path / "github" / "github.yaml"
