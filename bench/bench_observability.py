@@ -134,8 +134,9 @@ def main() -> None:
     servers = {row: Gateway(row, scratch, envs[row]) for row in ROWS}
     runs: dict[str, list[dict[str, float]]] = {row: [] for row in ROWS}
     try:
-        for _ in range(args.rounds):  # interleaved, so that noise from the rest of the box hits every row alike
-            for row in ROWS:
+        for round_ in range(args.rounds):  # interleaved, so that noise from the rest of the box hits every row alike
+            # Each round starts one row later: no row is always measured first (or last) in a round.
+            for row in ROWS[round_ % len(ROWS):] + ROWS[:round_ % len(ROWS)]:
                 runs[row].append(measure(servers[row], "rest", args.concurrency, args.duration))
     finally:
         for server in servers.values():
@@ -153,11 +154,16 @@ def main() -> None:
         errors = sum(run["errors"] for run in runs[row])
         print(f"{row:<10} {median(row, 'per_s'):>9.0f} {median(row, 'per_cpu_s'):>12.0f} {errors:>7}")
     print()
-    print(f"{'ratio':<20} {'calls/s':>8} {'calls/CPU-s':>12}  target")
+    # Besides the ratio of the medians, each round's own ratio (the two rows measured minutes apart at most): their
+    # median and range show how much the machine's other load moved the figure.
+    print(f"{'ratio':<20} {'calls/s':>8} {'calls/CPU-s':>12} {'per round: median (range)':>27}  target")
     for row, baseline, target in RATIOS:
         wall = median(row, "per_s") / median(baseline, "per_s")
         cpu = median(row, "per_cpu_s") / median(baseline, "per_cpu_s")
-        print(f"{row + ' / ' + baseline:<20} {wall:>7.2f}x {cpu:>11.2f}x  {f'>= {target:g}x' if target else ''}")
+        paired = [ours["per_cpu_s"] / theirs["per_cpu_s"] for ours, theirs in zip(runs[row], runs[baseline])]
+        spread = f"{statistics.median(paired):.2f}x ({min(paired):.2f}-{max(paired):.2f})"
+        print(f"{row + ' / ' + baseline:<20} {wall:>7.2f}x {cpu:>11.2f}x {spread:>27}  "
+              f"{f'>= {target:g}x' if target else ''}")
     calls = {row: sum(run["calls"] for run in runs[row]) for row in ("exported", "sampled")}
     print(f"\nspans the receiver decoded: {receiver.spans} (calls to the exported row: {calls['exported']}, "
           f"to the sampled row: {calls['sampled']}, of which about a tenth are traced)")
