@@ -40,6 +40,7 @@ DEFAULT_LIMITS = YamlLimits.from_settings(Settings())
 # The keys of a `sources:` entry besides its kind's (`openapi:`, `mcp:`), which the schema requires one of.
 SOURCE_KEYS = frozenset({"id", "include", "exclude", "prefix", "tools", "hidden", "toolsets", "tags", "timeout_s"})
 # A definitions file cannot have these top-level keys (the schema allows none but its own): an API document.
+_SCOPES = {scope.value: scope for scope in Scope}
 _API_DOCUMENT = re.compile(r"^[\"']?(openapi|swagger)[\"']?\s*:", re.MULTILINE)
 
 
@@ -103,13 +104,13 @@ class Definitions:
 
 
 def parse_definitions(file: str, text: str, limits: YamlLimits = DEFAULT_LIMITS,
-                      store: ParsedStore | None = None) -> FileDefinitions:
+                      store: ParsedStore | None = None, digest: str | None = None) -> FileDefinitions:
     """Parse and check one definitions file on its own.
 
     A file that parsed and checked without a problem is kept in ``store`` (``gateway.buildcache_disk``): the same
     text under the same limits (and gateway code) is then neither parsed nor checked again.
     """
-    digest = hashlib.sha256(text.encode()).hexdigest()
+    digest = digest or hashlib.sha256(text.encode()).hexdigest()  # a loaded file's is known: of the same bytes
     document = kept_document(file, text, limits, store) if store is not None else None
     trusted = document is not None
     problems: list[Problem] = []
@@ -203,8 +204,8 @@ def api_documents(files: Iterable[FileDefinitions]) -> list[Problem]:
 def _definition(raw: dict[str, Any], document: YamlDocument, index: int) -> ToolDefinition:
     binding = raw["binding"]
     scope = raw.get("scope")
-    if isinstance(scope, str) and scope.lower() in {s.value for s in Scope}:
-        resolved = Scope(scope.lower())
+    if isinstance(scope, str) and scope.lower() in _SCOPES:
+        resolved = _SCOPES[scope.lower()]
     elif "browser" in binding:
         resolved = Scope.ALL if any(kind in binding for kind in SERVER_BINDINGS) else Scope.CLIENT
     else:
@@ -317,7 +318,7 @@ class DefinitionsCache:
         if cached is None or cached.digest != digest:
             if data is None:  # its digest is known from an earlier read, but it was not parsed under this name
                 data = self._digests.read(path, limits.max_file_bytes, force=True)[1] or b""
-            cached = self._files[file] = _parse_bytes(file, data, limits, self.store)
+            cached = self._files[file] = _parse_bytes(file, data, limits, self.store, digest)
         return cached
 
     def retain(self, keep: Sequence[FileDefinitions]) -> None:
@@ -328,14 +329,17 @@ class DefinitionsCache:
         self._digests.sweep()
 
 
-def _parse_bytes(file: str, data: bytes, limits: YamlLimits, store: ParsedStore | None = None) -> FileDefinitions:
+def _parse_bytes(file: str, data: bytes, limits: YamlLimits, store: ParsedStore | None, digest: str) -> FileDefinitions:
+    """The definitions of ``data``, whose SHA-256 is ``digest``."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return FileDefinitions(file, hashlib.sha256(data).hexdigest(), (), (Problem(file, 1, 1, f"not UTF-8: {exc}"),))
-    if _API_DOCUMENT.search(text, 0, 65_536) and not re.search(r"^tools\s*:", text, re.MULTILINE):
-        return FileDefinitions(file, hashlib.sha256(data).hexdigest(), (), (), api_document=True)
-    return parse_definitions(file, text, limits, store)
+        return FileDefinitions(file, digest, (), (Problem(file, 1, 1, f"not UTF-8: {exc}"),))
+    # The substring tests are C-fast and settle almost every file: the pattern runs only where a name occurs.
+    if (("openapi" in text or "swagger" in text) and _API_DOCUMENT.search(text, 0, 65_536)
+            and not re.search(r"^tools\s*:", text, re.MULTILINE)):
+        return FileDefinitions(file, digest, (), (), api_document=True)
+    return parse_definitions(file, text, limits, store, digest)
 
 
 def load_definitions(root: str | os.PathLike[str], cache: DefinitionsCache | None = None, *,
