@@ -14,7 +14,8 @@ on 2026-07-28 ones) tells the pool (``Pool.changed``); so does a reconnect whose
 last build read, and an upstream going down (``/status`` shows it stale).
 
 This module is the one that imports the SDK's client side; the pool imports it when a definitions directory first
-declares an ``mcp:`` source, so a gateway without one never loads the SDK's client (~0.5 s of imports).
+declares an ``mcp:`` source, so a gateway without one never loads the SDK's client (importing it imports the
+whole ``mcp`` package and its pydantic types: more than a second of CPU on a small machine).
 """
 
 from __future__ import annotations
