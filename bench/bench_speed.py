@@ -101,13 +101,9 @@ def _until_healthy(port: int, process: subprocess.Popen, started: float) -> floa
         time.sleep(0.01)
 
 
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a running process (from /proc): what the start cost, whatever else runs."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def restart(root: Path, count: int, state: Path, then: list | None = None) -> None:
+    from bench_reload import cpu_s
+
     started = time.perf_counter()
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run([sys.executable, "-c", "import gateway.server.app, gateway.cli"], check=True)
@@ -121,7 +117,7 @@ def restart(root: Path, count: int, state: Path, then: list | None = None) -> No
         process = _serve(root, state, port)
         try:
             times.append(_until_healthy(port, process, started))
-            cpus.append(_cpu_s(process.pid))
+            cpus.append(cpu_s(process.pid))
             listed = httpx.get(f"http://127.0.0.1:{port}/tools", timeout=60).json()["tools"]
             assert len(listed) == count, len(listed)
             if then and attempt == 2:
@@ -204,7 +200,8 @@ def reload(sizes: list[int], tmp: Path, edits: int = 5) -> None:
         row = bench_reload.measure_server(root, edits)
         target = 100 if count <= 10_000 else 300
         print(f"  {count:>7,} tools: write -> served {row['served_ms']:6.0f} ms (min {row['served_min_ms']:.0f}), "
-              f"rebuild {row['rebuild_ms']:.0f} ms, {row['served_ms'] / floor:.1f}x the notice (target < {target} ms)")
+              f"rebuild {row['rebuild_ms']:.0f} ms, server CPU {row['cpu_ms']:.0f} ms, "
+              f"{row['served_ms'] / floor:.1f}x the notice (target < {target} ms)")
 
 
 WRK_SCRIPT = """
