@@ -100,6 +100,30 @@ def test_a_definitions_directory_without_mcp_builds_without_the_sdk_client():
     assert _loaded(json.loads(done.stdout), NOT_FOR_AN_APP) == []
 
 
+def test_a_python_only_catalog_without_chat_builds_without_templates_or_the_loop(write_definitions):
+    """A catalog of Python tools, no provider configured: the app is built without Jinja2 (the landing page makes
+    its environment on the first browser visit) and without the chat loop (built by the first chat request)."""
+    root = write_definitions({"python/calc.py": "def add(a: int, b: int) -> int:\n    return a + b\n",
+                              "calc.yaml": """
+        tools:
+          - id: add
+            name: Add
+            user_description: Adds.
+            ai_description: Adds two integers.
+            binding: {python: "calc:add"}
+    """})
+    code = textwrap.dedent(f'''
+        import json, sys
+        from pathlib import Path
+        from gateway.server.app import create_app
+        from gateway.settings import Settings
+        create_app(Settings(definitions=Path({str(root)!r})))
+        print(json.dumps(sorted(sys.modules)))
+    ''')
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert _loaded(json.loads(done.stdout), (*NOT_FOR_AN_APP, "jinja2", "gateway.loop.loop")) == []
+
+
 def test_an_mcp_source_imports_the_client_when_built(write_definitions):
     """The laziness is by need, not by accident: a directory declaring an ``mcp:`` source does import the client
     side when its catalog is built (the upstream being down only makes its tools wait)."""

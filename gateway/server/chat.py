@@ -19,25 +19,29 @@ stream started arrives as one ``{"error": ...}`` event.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from .. import loop as chat_loop  # its names are imported on first use: a gateway without chat never does
 from ..errors import GatewayError, Unauthorized
-from ..loop import ChatLoop, Executed, Finished, TextDelta, load_loop_config, parse_chat_request
-from ..loop.handoff import Handoffs
-from ..loop.loop import Event
+from ..loop.config import LoopConfig, load_loop_config
+from ..loop.request import parse_chat_request
 from ..runtime import Gateway
 from .auth import authenticate
 from .bodies import parse_json, read_body
 from .errors import dumps, internal_error, refused
+
+if TYPE_CHECKING:
+    from ..loop.loop import ChatLoop, Event, Finished
 
 log = logging.getLogger("gateway.server")
 # OpenAI's error types, as its API sends them. The documented Error object is {message, type, param, code}, code
@@ -54,9 +58,7 @@ SERVER_ERROR = "server_error"
 
 def routes(gateway: Gateway, loop: ChatLoop | None = None) -> list[Route]:
     """The chat routes; ``loop`` defaults to one built from ``gateway.settings`` (``SettingsInvalid`` if wrong)."""
-    # The hand-back history lives in the gateway's shared state, so a follow-up may reach any replica.
-    endpoint = ChatEndpoint(gateway, loop or ChatLoop(load_loop_config(gateway.settings), gateway.http_client,
-                                                      handoffs=Handoffs(gateway.state)))
+    endpoint = ChatEndpoint(gateway, load_loop_config(gateway.settings), loop)  # wrong settings stop the start
     return [
         Route("/v1/chat/completions", endpoint.completions, methods=["POST"]),
         Route("/v1/models", endpoint.models, methods=["GET"]),
@@ -64,9 +66,23 @@ def routes(gateway: Gateway, loop: ChatLoop | None = None) -> list[Route]:
 
 
 class ChatEndpoint:
-    def __init__(self, gateway: Gateway, loop: ChatLoop):
+    def __init__(self, gateway: Gateway, config: LoopConfig, loop: ChatLoop | None = None):
         self.gateway = gateway
-        self.loop = loop
+        self.config = config
+        if loop is not None or config.providers:  # chat is served: the loop is built now, its errors seen at start
+            self.loop = loop or self._build()
+
+    @functools.cached_property
+    def loop(self) -> ChatLoop:
+        """Without a provider the loop only answers that none is configured: it is imported and built by the first
+        request that asks."""
+        return self._build()
+
+    def _build(self) -> ChatLoop:
+        from ..loop.handoff import Handoffs
+
+        # The hand-back history lives in the gateway's shared state, so a follow-up may reach any replica.
+        return chat_loop.ChatLoop(self.config, self.gateway.http_client, handoffs=Handoffs(self.gateway.state))
 
     async def completions(self, request: Request) -> Response:
         try:
@@ -82,7 +98,7 @@ class ChatEndpoint:
             completion = Completion(turn.model, chat.include_usage)
             events = turn.run()
             if not chat.stream:
-                finished = [event async for event in events if isinstance(event, Finished)][-1]
+                finished = [event async for event in events if isinstance(event, chat_loop.Finished)][-1]
                 return Response(dumps(completion.body(finished)), media_type="application/json")
             # Wait for the first event before answering, so a provider that is down still gets an HTTP status.
             first = await anext(events)
@@ -150,11 +166,11 @@ class Completion:
         yield b"data: [DONE]\n\n"
 
     def render(self, event: Event) -> list[bytes]:
-        if isinstance(event, TextDelta):
+        if isinstance(event, chat_loop.TextDelta):
             return [self.chunk({"content": event.text})]
-        if isinstance(event, Executed):
+        if isinstance(event, chat_loop.Executed):
             return [self.chunk(None, tool_executions=[e.as_dict() for e in event.executions])]
-        assert isinstance(event, Finished)
+        assert isinstance(event, chat_loop.Finished)
         self.model = event.model
         chunks = []
         if event.tool_calls:

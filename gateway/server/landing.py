@@ -12,10 +12,10 @@ request's Host header). It loads nothing and runs no script; its Content-Securit
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Match, Route
@@ -24,6 +24,9 @@ from ..runtime import Gateway
 from .auth import Caller, authenticate
 from .errors import json_response
 from .release import release as current_release
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 ADMIN_CONSOLE = "/admin/"
 HEADERS = {"Vary": "Accept", "Cache-Control": "no-cache"}
@@ -34,7 +37,14 @@ PAGE_HEADERS = {
                                "form-action 'none'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
 }
-_templates = Environment(loader=PackageLoader("gateway", "static"), autoescape=select_autoescape(["html"]))
+
+
+@functools.cache
+def _templates() -> Environment:
+    """The page's template environment, made by the first browser that asks: serving needs no Jinja2 before."""
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    return Environment(loader=PackageLoader("gateway", "static"), autoescape=select_autoescape(["html"]))
 
 
 @dataclass(frozen=True)
@@ -77,7 +87,7 @@ def routes(gateway: Gateway) -> list[Route]:
                               required=False)
         view = _view(gateway, caller, request)
         if _wants_html(request.headers.get("accept", "")):
-            page = _templates.get_template("landing.html").render(**view)
+            page = _templates().get_template("landing.html").render(**view)
             return Response(page, headers=PAGE_HEADERS, media_type="text/html; charset=utf-8")
         return json_response(_index(view), headers=HEADERS)
 
