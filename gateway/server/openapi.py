@@ -64,7 +64,7 @@ ERROR_MEANINGS = {
     503: "No LLM provider is configured.",
     504: "The LLM provider did not answer in time.",
 }
-# Every route sits behind the Origin guard (origins.OriginGuard).
+# Every route sits behind the Origin guard (front.Front).
 GUARDED = (403, 421)
 ETAG = {"ETag": {"description": "The catalog version; send it back as If-None-Match.", "schema": {"type": "string"}}}
 IF_NONE_MATCH = {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"},
