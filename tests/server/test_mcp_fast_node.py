@@ -1,26 +1,17 @@
-"""The TypeScript SDK and MCP Inspector's CLI list and call tools through the MCP fast path.
-
-Opt-in: set ``MCP_NODE_MODULES`` to a ``node_modules`` directory holding ``@modelcontextprotocol/sdk`` and
-``@modelcontextprotocol/inspector`` (``npm install @modelcontextprotocol/sdk @modelcontextprotocol/inspector``);
-without it (or without node) these tests are skipped.
-"""
+"""The TypeScript SDK and MCP Inspector's CLI list and call tools through the MCP fast path (the pinned clients of
+tests/clients/package.json: ``npm ci --prefix tests/clients``)."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-from pathlib import Path
 
-import pytest
+from support import NODE_MODULES, needs_node_modules
 from test_mcp_fast import _sdk_methods
 
-MODULES = Path(os.environ.get("MCP_NODE_MODULES", "/nonexistent"))
-SDK = MODULES / "@modelcontextprotocol" / "sdk" / "dist" / "esm" / "client"
-INSPECTOR = MODULES / ".bin" / "mcp-inspector"
-pytestmark = pytest.mark.skipif(not (shutil.which("node") and SDK.is_dir() and INSPECTOR.exists()),
-                                reason="MCP_NODE_MODULES with the TypeScript SDK and MCP Inspector not given")
+SDK = NODE_MODULES / "@modelcontextprotocol" / "sdk" / "dist" / "esm" / "client"
+INSPECTOR = NODE_MODULES / ".bin" / "mcp-inspector"
+pytestmark = needs_node_modules("@modelcontextprotocol/sdk", ".bin/mcp-inspector")
 
 CLIENT = """
 import { Client } from "%(sdk)s/index.js";
