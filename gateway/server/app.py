@@ -57,7 +57,8 @@ def create_app(gateway_or_settings: Gateway | Settings, *, services: Sequence[Se
             await gateway.aclose()
 
     app = Starlette(
-        routes=[*rest.routes(gateway), *admin.routes(gateway), Route("/mcp", mcp), *chat.routes(gateway),
+        # The two call paths first: Starlette tries routes in order, and every request pays for the ones before.
+        routes=[Route("/mcp", mcp), *rest.routes(gateway), *admin.routes(gateway), *chat.routes(gateway),
                 *client.routes(gateway), *openapi.routes(gateway), Mount("/demo", routes=demo_api.routes()),
                 *landing.routes(gateway), *metrics.routes(gateway)],
         # One middleware for the Origin/Host guard, CORS and the version headers: a layer per job cost each call.
