@@ -36,6 +36,8 @@ def shape_problem(value: Any, limit: int) -> str | None:
     """What makes ``value`` no argument a JSON Schema can judge, else None: objects and arrays nested more than
     ``limit`` levels, or a number JSON cannot hold (``1e999`` and ``NaN`` parse as inf and nan in Python, and a
     schema's ``type: number`` accepts them). One walk, level by level, without recursion."""
+    if value.__class__ is dict and all(item.__class__ in _FLAT for item in value.values()):
+        return None  # the common case, one level of strings, integers, booleans and nulls: nothing to walk
     level = [value]
     depth = 0
     while level:
@@ -49,6 +51,9 @@ def shape_problem(value: Any, limit: int) -> str | None:
             return f"objects and arrays are nested more than {limit} levels deep (the limit is {limit})"
         level = [child for item in level for child in (item.values() if isinstance(item, dict) else item)]
     return None
+
+
+_FLAT = frozenset({str, int, bool, type(None)})
 
 
 def json_path(parts: Any) -> str:
