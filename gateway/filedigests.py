@@ -68,22 +68,25 @@ class FileDigests:
         """The file's digest, and its bytes when they had to be read (None when the digest was known, unless
         ``force``). Raises ``OSError``; ``FileRefused`` for a file over ``max_bytes`` or not a regular file."""
         key = os.fspath(path)
-        self._touched.add(key)
         # Stat before reading: a change after the stat shows in the next stat, so it is never missed.
         stat = os.stat(key)
         signature = (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino)
         seen = self._seen.get(key)
         if not force and seen is not None and seen.settled and seen.signature == signature:
+            self._touched.add(key)
             return seen.digest, None
         data = read_bounded(key, max_bytes)
         digest = hashlib.sha256(data).hexdigest()
         settled = time.time_ns() - max(stat.st_mtime_ns, stat.st_ctime_ns) > SETTLE_NS
         self._seen[key] = _Seen(signature, digest, settled)
+        self._touched.add(key)  # only once stored: every touched file is then one that is kept
         return digest, data
 
     def sweep(self) -> None:
         """Forget every file not asked about since the last sweep (call once per build)."""
-        self._seen = {key: seen for key, seen in self._seen.items() if key in self._touched}
+        # Touched files are all kept, so equal counts mean nothing went: no walk over 100,000 entries per reload.
+        if len(self._seen) > len(self._touched):
+            self._seen = {key: seen for key, seen in self._seen.items() if key in self._touched}
         self._touched = set()
 
     def tree(self, directory: Path, pattern: str) -> str:

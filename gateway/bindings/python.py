@@ -283,6 +283,8 @@ def _forget_foreign(module_name: str, python_dir: Path) -> None:
     top = module_name.split(".")[0]
     with _lock:
         others = _seen_dirs - {python_dir}
+        if not others:  # a serving gateway's one directory: nothing foreign to look for
+            return
         for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
             file = getattr(sys.modules[name], "__file__", None)
             if file and any(Path(file).resolve().is_relative_to(other) for other in others):
