@@ -108,7 +108,9 @@ def build_files(definitions: Definitions, env: BuildEnv, cache: _Cache, shared: 
         parts.append(built)
     changed = [index for index, part in enumerate(parts) if not in_place or part is not before[index]]
     if fresh:  # the cache may hold tools of files this state never saw (a build of another kind came first)
-        cache.retain(definition for part in parts for definition in part.file.buildable)
+        # The tools built, not every buildable definition: one that failed is not cached, and counting it would
+        # let as many stale tools stay (retain prunes only when it holds more than it keeps).
+        cache.retain(tool.definition for part in parts for tool in part.tools.values())
     elif in_place:  # only the files replaced can have left tools behind
         cache.forget(d for index in changed if before[index].file is not parts[index].file
                      for d in before[index].file.buildable)

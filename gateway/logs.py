@@ -127,7 +127,9 @@ class JsonFormatter(logging.Formatter):
 def encoded(entry: dict[str, Any]) -> str:
     """``entry`` as one compact line of ASCII JSON. orjson writes it (~6x faster than json) when its text is ASCII,
     as it nearly always is; json writes the rest (non-ASCII text as ``\\u`` escapes, a lone surrogate, an integer
-    past 64 bits), the same line but for how an exponent is spelt (``1e+16`` against ``1e16``)."""
+    past 64 bits). Where orjson's line differs from json's: floats in their shortest spelling (``1e16``,
+    ``0.00001``), NaN and infinities as ``null`` (arguments never hold them: they are refused as non-finite), an
+    ``Enum`` as its value."""
     try:
         data = orjson.dumps(entry, default=str, option=_ORJSON_OPTIONS)
     except TypeError:  # orjson.JSONEncodeError is one

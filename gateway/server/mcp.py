@@ -114,6 +114,8 @@ class McpSurface:
                 self._sdk_ready.set_result(sdk)
                 await stop.wait()
         except BaseException as exc:
+            if isinstance(exc, Exception):  # said now, not at shutdown: every /mcp request needing it will fail
+                log.critical("the MCP SDK could not be started; /mcp requests that need it fail: %r", exc)
             for future in (self._types_ready, self._sdk_ready):
                 if future.done():
                     continue
@@ -324,6 +326,7 @@ def _offset(cursor: str | None, total: int) -> int:
     """Where a page starts. A catalog that shrank between pages ends the listing; list_changed follows."""
     if cursor is None:
         return 0
-    if not cursor.isdigit():
-        raise ProtocolError(INVALID_PARAMS, f"Invalid cursor {cursor!r}: list the tools again from the start.")
+    # ASCII digits, and few: str.isdigit takes '²', and int() refuses 4,300 digits or more (an internal error).
+    if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 12:
+        raise ProtocolError(INVALID_PARAMS, f"Invalid cursor {cursor[:40]!r}: list the tools again from the start.")
     return min(int(cursor), total)

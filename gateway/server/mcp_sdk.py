@@ -83,7 +83,7 @@ class SdkServer:
         settings = surface.gateway.settings
         self.manager = StreamableHTTPSessionManager(
             self.server, json_response=JSON_RESPONSES, max_request_body_size=settings.max_body_bytes,
-            # Host and Origin are checked app-wide (origins.OriginGuard); given explicitly, the SDK's settings
+            # Host and Origin are checked app-wide (front.Front); given explicitly, the SDK's settings
             # are not rebuilt (a pydantic model) on every request.
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
         # 2025-11-25 sessions any replica serves, from records in the shared state (gateway.server.mcp_sessions).

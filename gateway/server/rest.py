@@ -87,8 +87,13 @@ class RestApi:
         caller = self.caller(request)
         catalog = self.gateway.catalog
         headers = _cache_headers(catalog, LISTING_VARY)
-        if not_modified(request, headers["ETag"]):
-            return Response(status_code=304, headers=headers)
+        # The gzip body is another representation, so another strong ETag (RFC 9110 8.8.3); either one names this
+        # catalog's listing, so either answers 304, with the tag it matched (`*`: the one this client would get).
+        zipped = headers | GZIP | {"ETag": f'"{catalog.version}-gzip"'}
+        gzip = accepts_gzip(request.headers.get("accept-encoding"))
+        for matched in ((zipped, headers) if gzip else (headers, zipped)):
+            if not_modified(request, matched["ETag"]):
+                return Response(status_code=304, headers=headers | {"ETag": matched["ETag"]})
         query = request.query_params
         fmt = query.get("format")
         toolsets, tags = _listed(query.getlist("toolset")), _listed(query.getlist("tag"))
@@ -102,17 +107,16 @@ class RestApi:
             rendered = render_tools(tools, fmt)  # each tool's rendering is memoised on the tool
             return dumps({"format": fmt, "tools": rendered.tools, "diagnostics": rendered.diagnostics})
 
-        gzip = accepts_gzip(request.headers.get("accept-encoding"))
         if toolsets or tags:
             body = listing()
             if gzip and len(body) >= MIN_BYTES:
-                body, headers = gzipped(body), headers | GZIP
+                body, headers = gzipped(body), zipped
         else:  # the common case: one body per catalog, format and key's toolsets, and its gzip beside it
             key = ("rest", fmt, caller.toolsets)
             body = catalog.memo(key, listing)
             if gzip and len(body) >= MIN_BYTES:
                 plain = body
-                body, headers = catalog.memo((*key, "gzip"), lambda: gzipped(plain, ONCE_LEVEL)), headers | GZIP
+                body, headers = catalog.memo((*key, "gzip"), lambda: gzipped(plain, ONCE_LEVEL)), zipped
         return Response(body, headers=headers, media_type="application/json")
 
     async def get_tool(self, request: Request) -> Response:

@@ -184,3 +184,17 @@ def test_random_edits_match_full_builds(tmp_path: Path, edits: list[tuple[str, A
         elif action == "script":
             (root / "scripts" / "s.js").write_text(f"return {detail};\n", encoding="utf-8")
         assert outcome(root, config, caches) == outcome(root, config), (action, name, detail)
+
+
+def test_a_deleted_files_tools_leave_the_build_cache_beside_failing_tools(config: Settings) -> None:
+    """A rebuild of every file (python/ changed) keeps in the build cache only the tools it built: failing tools
+    are not cached, so counting them let as many tools of a deleted file stay (found in review)."""
+    root = config.definitions
+    caches = (DefinitionsCache(), BuildCache())
+    write(root, "a.yaml", [(f"a{i}", "plain") for i in range(5)])
+    write(root, "b.yaml", [(f"b{i}", "missing") for i in range(6)])
+    assert "problems" in outcome(root, config, caches)
+    (root / "a.yaml").unlink()
+    (root / "python" / "mod.py").write_text((root / "python" / "mod.py").read_text() + "\n# edited\n")
+    assert "problems" in outcome(root, config, caches)
+    assert caches[1]._tools == {}

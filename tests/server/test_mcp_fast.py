@@ -263,3 +263,17 @@ async def test_a_cancelled_fast_call_is_answered_as_the_sdk_answers_it(write_def
             answers.append((answered.status_code, answered.json()))
     assert answers[0] == answers[1]
     assert answers[0][1]["error"] == {"code": -32800, "message": "Request cancelled"}
+
+
+@pytest.mark.parametrize("cursor", ["²", "9" * 5000], ids=["a superscript digit", "5,000 digits"])
+def test_a_cursor_that_is_not_a_page_number_is_invalid_params_not_an_internal_error(start_server, shared_examples,
+                                                                                      cursor):
+    """A cursor str.isdigit takes but int() refuses ('²', thousands of digits) is -32602 Invalid params naming
+    it (cut short), never an internal error with a logged traceback (found in review)."""
+    served = start_server(shared_examples)
+    params, headers = _modern("tools/list", {"cursor": cursor}, "unused")
+    del headers["Authorization"]
+    answer = httpx.post(f"{served.url}/mcp", headers=headers,
+                        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}).json()
+    assert answer["error"]["code"] == -32602, answer
+    assert "Invalid cursor" in answer["error"]["message"] and len(answer["error"]["message"]) < 200
