@@ -345,7 +345,9 @@ def _call_shaped(version: str, result: dict[str, Any]) -> dict[str, Any] | None:
 def _request(message: dict[str, Any]) -> tuple[Any, str, Any] | None:
     """(id, method, params) of a plain single request for the fast path, else None."""
     method = message.get("method")
-    if method not in FAST_METHODS or message.keys() - ENVELOPE or message.get("jsonrpc") != "2.0":
+    # A method may be any JSON value (a list is unhashable: no set lookup before its type is known).
+    if type(method) is not str or method not in FAST_METHODS or message.keys() - ENVELOPE \
+            or message.get("jsonrpc") != "2.0":
         return None
     request_id = message.get("id")
     if type(request_id) is int:

@@ -44,9 +44,11 @@ async def watched(defs: Path) -> AsyncIterator[tuple[Gateway, Reloader, Recorder
     recorder = Recorder()
     gateway.on_change(recorder)
     reloader = Reloader(gateway)
+    built = gateway.last_reload.at  # the first build's
     await reloader.start()
-    # The watch's first rebuild (covering anything written before it began) is a no-op: wait it out.
-    await until(lambda: gateway.last_reload.at > 0 and reloader.watched, "the watch to start")
+    # The watch's first rebuild (covering anything written before it began) is a no-op: wait it out, or it may
+    # read a test's first write and leave the rebuild the watcher then makes with nothing to change.
+    await until(lambda: gateway.last_reload.at > built and reloader.watched, "the watch to start")
     yield gateway, reloader, recorder
     await reloader.stop()
     await gateway.aclose()

@@ -277,3 +277,15 @@ def test_a_cursor_that_is_not_a_page_number_is_invalid_params_not_an_internal_er
                         json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}).json()
     assert answer["error"]["code"] == -32602, answer
     assert "Invalid cursor" in answer["error"]["message"] and len(answer["error"]["message"]) < 200
+
+
+@pytest.mark.parametrize("method", [["tools/list"], {"a": 1}, 5, None], ids=["a list", "an object", "a number", "null"])
+def test_a_method_that_is_not_a_string_is_left_to_the_sdk_not_a_500(start_server, shared_examples, method):
+    """A JSON-RPC method of any JSON value (a list is unhashable) goes past the fast path to the SDK's own answer,
+    never an internal error (found by the MCP fuzz test)."""
+    served = start_server(shared_examples)
+    params, headers = _modern("tools/list", None, "unused")
+    del headers["Authorization"]
+    answer = httpx.post(f"{served.url}/mcp", headers=headers,
+                        json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+    assert answer.status_code < 500, answer.text
