@@ -16,6 +16,7 @@ import dataclasses
 import datetime as dt
 import enum
 import inspect
+import sys
 import types
 from collections.abc import Callable, Collection, Mapping
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
@@ -154,14 +155,26 @@ def schema_for_type(hint: Any) -> dict[str, Any]:
             schema["additionalProperties"] = schema_for_type(args[1])
         return schema
     if is_typeddict(hint):
-        hints = get_type_hints(hint, include_extras=True)
+        hints = _class_hints(hint)
         return _object(hint, hints, required=list(getattr(hint, "__required_keys__", hints)))
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        hints = get_type_hints(hint, include_extras=True)
+        hints = _class_hints(hint)
         required = [f.name for f in dataclasses.fields(hint)
                     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
         return _object(hint, {f.name: hints[f.name] for f in dataclasses.fields(hint)}, required)
     raise SchemaDerivationError(f"type {getattr(hint, '__name__', hint)!r} has no JSON Schema equivalent")
+
+
+def _class_hints(cls: type) -> dict[str, Any]:
+    """A class's resolved annotations. typing looks its forward references up in ``sys.modules[cls.__module__]``;
+    a definitions directory's module may be gone from there (another directory's build in the same process forgot
+    it: the test suite runs many gateways), so then its functions' globals, which are that module's, are used."""
+    module = sys.modules.get(cls.__module__)
+    if module is None or getattr(module, cls.__name__, None) is not cls:
+        globalns = next((f.__globals__ for f in vars(cls).values() if inspect.isfunction(f)), None)
+        if globalns is not None:
+            return get_type_hints(cls, globalns=globalns, include_extras=True)
+    return get_type_hints(cls, include_extras=True)
 
 
 def _constrain(schema: dict[str, Any], keywords: dict[str, Any]) -> dict[str, Any]:

@@ -106,3 +106,23 @@ def test_coerce_builds_rich_values():
     assert coerce([1, 2], tuple[int, ...]) == (1, 2)
     assert coerce(None, int | None) is None
     assert coerce(3, float) == 3.0 and isinstance(coerce(3, float), float)
+
+
+def test_a_dataclass_whose_module_left_sys_modules_still_resolves_its_forward_references(tmp_path, monkeypatch):
+    """A return type's forward references ('Brightness' under ``from __future__ import annotations``) resolve
+    even when its module is gone from sys.modules, as another definitions directory's build makes it in a
+    process serving several (CI: "NameError: name 'Brightness' is not defined")."""
+    import importlib.util
+    import sys
+
+    source = tmp_path / "lamp_module.py"
+    source.write_text("from __future__ import annotations\nimport enum\nfrom dataclasses import dataclass\n\n"
+                      "class Brightness(enum.Enum):\n    LOW = 'low'\n    HIGH = 'high'\n\n"
+                      "@dataclass\nclass Lamp:\n    brightness: Brightness\n")
+    spec = importlib.util.spec_from_file_location("lamp_module", source)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "lamp_module", module)
+    spec.loader.exec_module(module)
+    monkeypatch.delitem(sys.modules, "lamp_module")
+    schema = schema_for_type(module.Lamp)
+    assert schema["properties"]["brightness"]["enum"] == ["low", "high"]
