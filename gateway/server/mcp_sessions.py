@@ -39,7 +39,7 @@ from anyio.abc import TaskStatus
 from mcp.server.connection import Connection
 from mcp.server.runner import serve_connection
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, SESSION_ID_PATTERN, StreamableHTTPServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager, _error_response
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.transport_context import TransportContext
@@ -72,6 +72,7 @@ class SharedSessions:
         self.held = held  # SdkServer's: the connection of each session held here, by its id
         self.renewed: dict[str, float] = {}  # session id -> when its record was last renewed from here
         self.opened: dict[str, bytes] = {}  # session id -> its record, for sessions opened here (to store again)
+        self.owners: dict[str, str | None] = {}  # session id -> the API key that opened it, for sessions opened here
         self.streams: dict[str, set[StreamableHTTPServerTransport]] = {}  # GET streams served here from records
         self.tasks: set[asyncio.Task[None]] = set()
 
@@ -93,7 +94,11 @@ class SharedSessions:
         if deleting:
             send = self._closing(send, session_id)
         if session_id in self.manager._server_instances or not SESSION_ID_PATTERN.fullmatch(session_id):
-            # Held here (or no id a session could have): the SDK serves it as usual.
+            # Held here (or no id a session could have): the SDK serves it as usual, to the key that opened it only.
+            if not self._owned(session_id, owner):
+                log.warning("MCP session %s refused: opened with another API key", session_id[:16])
+                await _not_found(scope, receive, send)
+                return
             await self.manager.handle_request(scope, receive, send)
             if not deleting:
                 self._used(session_id)
@@ -116,6 +121,8 @@ class SharedSessions:
         the request goes to ``handle``."""
         transport = self.manager._server_instances.get(session_id)
         if transport is not None:
+            if not self._owned(session_id, owner):
+                return None
             connection = self.held.get(session_id)
             idle = transport.idle_scope
             if (connection is None or not connection.initialize_accepted or transport.is_terminated
@@ -131,6 +138,13 @@ class SharedSessions:
         if record is None:
             return None
         return FastSession(record["version"], False, lambda: self._serving(session_id, None))
+
+    def _owned(self, session_id: str, owner: str | None) -> bool:
+        """Whether ``owner`` opened this session held here. The SDK checks a session's credential only when the
+        request carries an authenticated ``scope["user"]``, which the gateway's API keys never set; a session id is
+        not a credential, so the key that opened the session is checked here (a session opened here without a
+        record, which no ``initialize`` makes, counts as opened without a key)."""
+        return self.owners.get(session_id) == owner
 
     @contextlib.contextmanager
     def _serving(self, session_id: str, transport: StreamableHTTPServerTransport | None) -> Iterator[None]:
@@ -173,6 +187,7 @@ class SharedSessions:
         if len(self.opened) % 1024 == 1023:  # now and then, not on every initialize
             self._forget_ended()
         self.opened[session_id] = value
+        self.owners[session_id] = owner
         try:
             await self.state.put(RECORD + session_id, value, SESSION_TTL_S)
         except StateUnavailable as exc:
@@ -204,6 +219,7 @@ class SharedSessions:
             if message["type"] == "http.response.start" and message["status"] < 400:
                 self.renewed.pop(session_id, None)
                 self.opened.pop(session_id, None)
+                self.owners.pop(session_id, None)
                 try:
                     await self.state.delete(RECORD + session_id)
                     await self.state.publish(CLOSED, session_id.encode())
@@ -316,6 +332,7 @@ class SharedSessions:
         """Drop the records kept of sessions that ended here (idle timeout, DELETE): the SDK no longer holds them."""
         held = self.manager._server_instances
         self.opened = {k: v for k, v in self.opened.items() if k in held}
+        self.owners = {k: v for k, v in self.owners.items() if k in held}
 
     async def _close_here(self, session_id: str) -> None:
         held = self.manager._server_instances.get(session_id)  # the SDK's table (no public lookup in mcp 2.3)
@@ -345,6 +362,11 @@ def _initialize_params(body: bytes) -> dict[str, Any] | None:
         return None
     params = message.get("params")
     return params if isinstance(params, dict) else {}
+
+
+async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
+    """What the SDK answers for a session that does not exist (its session manager's own response)."""
+    await _error_response("Session not found", 404)(scope, receive, send)
 
 
 async def _unavailable(exc: StateUnavailable, scope: Scope, receive: Receive, send: Send) -> None:

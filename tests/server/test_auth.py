@@ -171,3 +171,44 @@ def test_with_auth_on_loopback_origins_need_listing_too(auth_server):
         refused = httpx.get(f"{auth_server.url}/tools", headers=bearer(ADMIN_KEY) | {"Origin": origin})
         assert refused.status_code == 403, origin
     assert httpx.get(f"{auth_server.url}/tools", headers=bearer(ADMIN_KEY)).status_code == 200
+
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def _open_session(url: str, key: str) -> str:
+    """Initialise a 2025-11-25 session with ``key``; its id."""
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                             "clientInfo": {"name": "t", "version": "1"}}}
+    response = httpx.post(f"{url}/mcp", json=initialize, headers=MCP_HEADERS | bearer(key), timeout=30)
+    assert response.status_code == 200, response.text
+    session_id = response.headers["mcp-session-id"]
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    session = MCP_HEADERS | bearer(key) | {"mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25"}
+    assert httpx.post(f"{url}/mcp", json=initialized, headers=session, timeout=30).status_code == 202
+    return session_id
+
+
+@pytest.mark.parametrize("method", ["tools/call", "tools/list", "ping", "DELETE", "GET"])
+def test_a_session_held_here_is_not_found_for_another_key(auth_server, method):
+    """A 2025-11-25 session opened with one key answers 404 'Session not found' to another key that names its id
+    (calls on the fast path and on the SDK's, its GET stream and its DELETE), and keeps serving its own key."""
+    session_id = _open_session(auth_server.url, READER_KEY)
+    other = MCP_HEADERS | bearer(ADMIN_KEY) | {"mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25"}
+    params = {"name": "sum", "arguments": {"a": 1, "b": 2}} if method == "tools/call" else {}
+    with httpx.Client(timeout=30) as http:
+        if method == "DELETE":
+            refused = http.delete(f"{auth_server.url}/mcp", headers=other)
+        elif method == "GET":
+            refused = http.get(f"{auth_server.url}/mcp", headers=other | {"Accept": "text/event-stream"})
+        else:
+            refused = http.post(f"{auth_server.url}/mcp", headers=other,
+                                json={"jsonrpc": "2.0", "id": 2, "method": method, "params": params})
+        assert refused.status_code == 404
+        assert refused.json()["error"]["message"] == "Session not found"
+        own = {**other, "Authorization": f"Bearer {READER_KEY}"}
+        answer = http.post(f"{auth_server.url}/mcp", headers=own,
+                           json={"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                                 "params": {"name": "sum", "arguments": {"a": 1, "b": 2}}})
+        assert answer.status_code == 200 and "3.0" in answer.text
