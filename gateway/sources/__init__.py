@@ -72,6 +72,7 @@ def combine(local: Definitions, loaded: Sequence[PluginDefinitions] = (), genera
             ) -> Combined:
     sources: list[tuple[PluginDefinitions | None, Definitions]] = [(None, local), *((p, p.definitions) for p in loaded)]
     problems = [problem for p in loaded for problem in p.definitions.problems]
+    problems += _plugin_only_local(loaded)
     # Repeats inside one source were reported by its loader; here, the first of each id per source meets the others.
     firsts = []
     for _, definitions in sources:
@@ -108,6 +109,26 @@ def combine(local: Definitions, loaded: Sequence[PluginDefinitions] = (), genera
                          for p in tool_problems]
             tools[override.tool] = (changed, origin)
     return Combined(tuple(tools.values()), tuple(problems), combined_digest(local, loaded, generated))
+
+
+def _plugin_only_local(loaded: Sequence[PluginDefinitions]) -> list[Problem]:
+    """Warnings at what a plugin's file declares that only the definitions directory may: `sources:` (a plugin
+    ships its tools as files; an upstream is the admin's to bring in) and `overrides:` (the admin's changes to a
+    plugin's tools). Neither is applied; the plugin's tools are served as written."""
+    warnings = []
+    for p in loaded:
+        for file in p.definitions.files:
+            warnings += [source.document.problem(["sources", source.index, "id"],
+                                                 f"source '{source.id}' is not read: plugin '{p.plugin.name}' may "
+                                                 "not declare sources (declare it in the definitions directory)",
+                                                 severity="warning")
+                         for source in file.sources if source.document is not None]
+            warnings += [override.document.problem(["overrides", override.index, "tool"],
+                                                   f"override of tool '{override.tool}' is not applied: only the "
+                                                   "definitions directory's files may override tools",
+                                                   severity="warning")
+                         for override in file.overrides]
+    return warnings
 
 
 def combined_digest(local: Definitions, loaded: Sequence[PluginDefinitions] = (),

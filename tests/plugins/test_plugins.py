@@ -162,3 +162,23 @@ def test_catalog_version_changes_with_a_plugins_files(install_plugin, defs):
         path.write_text(path.read_text() + text)
         versions.append(catalog(defs, plugins=("alpha",)).version)
     assert len(set(versions)) == 4
+
+
+def test_sources_and_overrides_in_a_plugins_file_are_warnings_not_silently_dropped(install_plugin, defs):
+    """A plugin's file declaring `sources:` or `overrides:` (which only the definitions directory may declare)
+    gets a warning at that entry's `plugin:path:line:col`, and the plugin's tools are still served."""
+    install_plugin("delta", {
+        "tools.yaml": GREET_YAML.format(prefix="delta_") + """
+sources:
+  - id: petstore
+    openapi: {spec: petstore.yaml}
+overrides:
+  - {tool: delta_greet, name: Hi}
+""",
+        "python/helpers.py": GREET_PY})
+    built = catalog(defs, plugins=("delta",))
+    assert set(built.tools) == {"delta_greet"} and built.tools["delta_greet"].definition.name == "Greet"
+    warned = [str(w) for w in built.warnings]
+    assert any(w.startswith("delta:tools.yaml:11:") and "source 'petstore'" in w and "plugin" in w
+               for w in warned), warned
+    assert any(w.startswith("delta:tools.yaml:14:") and "override of tool 'delta_greet'" in w for w in warned), warned
