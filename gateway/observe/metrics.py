@@ -5,8 +5,8 @@ Each gateway has its own ``CollectorRegistry`` (``Metrics.registry``), never pro
 process may hold several gateways (the tests build many apps), and each must count only its own traffic.
 
 Every metric is named ``tool_gateway_*`` and documented by its HELP text (the README's "Metrics" section lists
-them). Label values are only ever tool ids (bounded by the catalogs served), surfaces, outcomes, provider names
-from the settings and fixed words — never what a caller sent: an unknown tool id is refused before a call
+them). Label values are only ever tool ids (those served now: a reload that removes a tool removes its series),
+surfaces, outcomes, provider names from the settings and fixed words — never what a caller sent: an unknown tool id is refused before a call
 begins, so it creates no series. A timeout is the outcome ``timeout`` of ``tool_gateway_calls_total``, not a
 counter of its own; a rate-limited call will be the outcome ``rejected``.
 
@@ -85,6 +85,7 @@ class Metrics(Observer):
         # validation and lock.
         self._call_series: dict[tuple[str, str, str], Any] = {}
         self._duration_series: dict[str, Any] = {}
+        self._upstream_series: set[tuple[str, str]] = set()
         self._served(gateway.catalog.version, len(gateway.catalog.tools))
 
     def _served(self, version: str, tools: int) -> None:
@@ -101,8 +102,9 @@ class Metrics(Observer):
         elif activity.kind == "upstream":
             status = activity.attributes.get("status")
             answered = activity.outcome != "error" and isinstance(status, int)
-            status_class = f"{status // 100}xx" if answered else "error"
-            self.upstream.labels(activity.attributes.get("tool") or UNKNOWN, status_class).inc()
+            key = (activity.attributes.get("tool") or UNKNOWN, f"{status // 100}xx" if answered else "error")
+            self._upstream_series.add(key)
+            self.upstream.labels(*key).inc()
         elif activity.kind == "llm":
             self._llm_ended(activity.attributes, activity.outcome, activity.duration_s)
 
@@ -117,6 +119,21 @@ class Metrics(Observer):
         if duration is None:
             duration = self._duration_series[call.tool] = self.call_seconds.labels(call.tool)
         duration.observe(call.duration_s)
+
+    def _forget(self, removed: set[str]) -> None:
+        """Drop the series of tools a reload removed: label values stay bounded by the tools served now, not by
+        every tool ever served. (A call to one still running when it was removed counts once more when it ends.)"""
+        if not removed:
+            return
+        for key in [k for k in self._call_series if k[0] in removed]:
+            del self._call_series[key]
+            self.calls.remove(*key)
+        for tool in removed & self._duration_series.keys():
+            del self._duration_series[tool]
+            self.call_seconds.remove(tool)
+        for key in [k for k in self._upstream_series if k[0] in removed]:
+            self._upstream_series.discard(key)
+            self.upstream.remove(*key)
 
     def _llm_ended(self, attributes: Mapping[str, Any], outcome: str, duration_s: float) -> None:
         provider = str(attributes.get("provider") or UNKNOWN)
@@ -135,6 +152,7 @@ class Metrics(Observer):
             self.reload_seconds.observe(float(data.get("duration_s") or 0.0))
             if "version" in data and "tools" in data:
                 self._served(str(data["version"]), int(data["tools"]))
+            self._forget(set(data.get("removed") or ()))
         elif event.kind == "chat_turn":
             rounds = data.get("rounds")
             if isinstance(rounds, int):

@@ -285,3 +285,23 @@ async def test_bridge_sessions_are_a_gauge(definitions):
             await asyncio.sleep(0.05)
     assert series(opened, "tool_gateway_bridge_sessions") == {(): 1}
     assert series(closed, "tool_gateway_bridge_sessions") == {(): 0}
+
+
+def test_a_tool_a_reload_removes_leaves_the_metrics_with_its_series(definitions, upstream):
+    """Once a reload removes a tool, its call, duration and upstream series are gone from /metrics (a catalog that
+    renames tools over months never grows the scrape without bound); the tools still served keep theirs."""
+    (definitions / "tools.yaml").write_text(_definitions(upstream, "extra"), encoding="utf-8")
+    with running(definitions) as served, httpx.Client(base_url=served.url, timeout=30) as http:
+        for name, arguments in (("add", {"a": 1, "b": 2}), ("extra", {"a": 1, "b": 2}), ("up", {})):
+            assert not http.post(f"/tools/{name}/call", json=arguments).json()["is_error"], name
+        before = scrape(served.url)
+        tools = yaml.safe_load(_definitions(upstream))["tools"]
+        kept = yaml.safe_dump({"tools": [t for t in tools if t["id"] != "up"]}, sort_keys=False)
+        (definitions / "tools.yaml").write_text(kept, encoding="utf-8")
+        assert http.post("/admin/reload").json()["changed"] is True
+        after = scrape(served.url)
+    assert {key[0] for key in series(before, "tool_gateway_calls_total", "tool", "surface", "outcome")} == {
+        "add", "extra", "up"}
+    assert series(after, "tool_gateway_calls_total", "tool", "surface", "outcome") == {("add", "rest", "ok"): 1}
+    assert series(after, "tool_gateway_call_duration_seconds_count", "tool") == {("add",): 1}
+    assert series(after, "tool_gateway_upstream_responses_total", "tool", "status_class") == {}
