@@ -2,6 +2,10 @@
 ``UpstreamConfig`` (streamable HTTP with its headers, or a spawned stdio server with its env, secrets filled in
 at connect time), listing every page of its tools, and its failures in words that name it.
 
+``FastSession`` and ``finish_call`` are what ``gateway.mcp_fastcall`` (a ``tools/call`` posted by the gateway
+itself) takes from an entered client: its stamp, callbacks and result validators. They use names private to the
+SDK (``mcp`` is pinned to 2.3.x in pyproject.toml for this and the server's own two).
+
 ``gateway.mcp_pool`` holds such sessions for the gateway; ``list_once`` and ``call_once`` open one for a single
 request where no gateway runs (the first build, before the server's loop starts; the CLI).
 """
@@ -13,13 +17,17 @@ import contextlib
 import hashlib
 import json
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
 import mcp_types
 from mcp import Client, StdioServerParameters
+from mcp.client.session import _clamp_inbound_ttl, _later_revision_fields
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import methods as wire_methods
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from . import secrets as secret_store
 from .mcp_config import UpstreamConfig
@@ -79,9 +87,10 @@ async def all_tools(client: Client) -> list[mcp_types.Tool]:
 
 
 @contextlib.asynccontextmanager
-async def connected(config: UpstreamConfig, on_message: Callable[[Any], Any] | None = None
-                     ) -> AsyncIterator[Client]:
-    """An entered ``mcp.Client`` for ``config``: enter and leave it in one task."""
+async def connected(config: UpstreamConfig, on_message: Callable[[Any], Any] | None = None,
+                    on_http: Callable[[httpx2.AsyncClient], None] | None = None) -> AsyncIterator[Client]:
+    """An entered ``mcp.Client`` for ``config``: enter and leave it in one task. ``on_http`` is shown the HTTP
+    client of a streamable-HTTP session before the SDK uses it (the fast path posts on it too)."""
     headers, env = config.rendered()
     common: dict[str, Any] = {"mode": "auto", "cache": None, "read_timeout_seconds": config.connect_timeout_s,
                               "message_handler": on_message,
@@ -94,9 +103,11 @@ async def connected(config: UpstreamConfig, on_message: Callable[[Any], Any] | N
             yield client
         return
     timeout = httpx2.Timeout(config.connect_timeout_s, read=SSE_READ_TIMEOUT_S)
-    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http, \
-            Client(streamable_http_client(config.url, http_client=http), **common) as client:
-        yield client
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+        if on_http is not None:
+            on_http(http)
+        async with Client(streamable_http_client(config.url, http_client=http), **common) as client:
+            yield client
 
 
 def list_once(config: UpstreamConfig, timeout: float) -> list[mcp_types.Tool]:
@@ -126,3 +137,58 @@ async def call_once(config: UpstreamConfig, name: str, arguments: dict[str, Any]
         raise
     except Exception as exc:  # noqa: BLE001 — said in words naming the upstream
         raise UpstreamUnavailable(f"{config.label} is unreachable: {reason(exc)}") from None
+
+
+@dataclass(frozen=True)
+class _Inbound:
+    """The dispatch context the session's handlers read (only the id of a server→client request)."""
+
+    request_id: Any
+
+
+class FastSession:
+    """An entered client's session as ``gateway.mcp_fastcall.Session``: how it stamps a request, answers a
+    server→client request and hears a notification, exactly as for the messages it carries itself."""
+
+    def __init__(self, client: Client, session_id: str | None):
+        self.client = client
+        self.session_id = session_id
+        self.protocol_version = client.protocol_version
+        self.modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    def stamp(self, message: dict[str, Any]) -> dict[str, str]:
+        options: dict[str, Any] = {}
+        self.client.session._stamp(message, options)
+        return options.get("headers", {})
+
+    async def answer(self, request_id: Any, method: str, params: Any) -> dict[str, Any]:
+        return await self.client.session._on_request(_Inbound(request_id), method, params)
+
+    async def notified(self, method: str, params: Any) -> None:
+        await self.client.session._on_notify(_Inbound(None), method, params)
+
+
+async def finish_call(client: Client, name: str, arguments: dict[str, Any], raw: dict[str, Any]
+                      ) -> mcp_types.CallToolResult:
+    """The result of a ``tools/call`` the fast path made, through the steps the SDK's own call takes after its
+    answer arrives (``ClientSession.send_request``, ``call_tool``, ``Client.call_tool``): the revision's result
+    check, the typed result, the tool's output schema, input-required rounds (sent by the SDK)."""
+    session = client.session
+    _clamp_inbound_ttl(raw)
+    version = client.protocol_version or "2025-11-25"
+    with contextlib.suppress(KeyError):
+        wire_methods.validate_server_result("tools/call", version, raw)
+    if not (foreign := _later_revision_fields("tools/call", version)).isdisjoint(raw):
+        raw = {key: value for key, value in raw.items() if key not in foreign}
+    result = session._call_tool_adapter.validate_python(raw, by_name=False)
+    if isinstance(result, mcp_types.CallToolResult):
+        if not result.is_error:
+            await session.validate_tool_result(name, result)
+        return result
+
+    async def send(responses: Any, state: str | None) -> Any:
+        return await session.call_tool(name, arguments, read_timeout_seconds=CALL_READ_TIMEOUT_S,
+                                       input_responses=responses, request_state=state, allow_input_required=True)
+
+    # An InputRequiredResult (our client claims no extension result shapes): the SDK's driver runs its rounds.
+    return await client._drive_input_required(result, send)

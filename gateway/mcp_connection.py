@@ -9,6 +9,11 @@ drops, the task reconnects with capped exponential backoff; a call meanwhile fai
 upstream restarted mid-use heals by itself. A 2025-11-25 session the upstream no longer knows (it restarted:
 HTTP 404) is reconnected and the call, which the upstream refused without running it, is sent once more.
 
+A ``tools/call`` to a streamable-HTTP upstream is posted by the gateway itself on the session's HTTP client
+(``gateway.mcp_fastcall``), beside the SDK's session, which keeps everything else (connecting, listings,
+notifications, the GET or listen stream, reconnects); its answer goes through the SDK's own result checks
+(``gateway.mcp_client.finish_call``).
+
 The upstream's ``tools/list_changed`` (a notification on 2025-11-25 sessions, a ``subscriptions/listen`` event
 on 2026-07-28 ones) tells the pool (``Pool.changed``); so does a reconnect whose listing differs from the one the
 last build read, and an upstream going down (``/status`` shows it stale).
@@ -29,16 +34,20 @@ import weakref
 from typing import Any, Protocol
 
 import anyio
+import httpx2
 import mcp_types
 from mcp import Client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
 
+from . import mcp_fastcall
 from .mcp_client import (
     CALL_READ_TIMEOUT_S,
+    FastSession,
     UpstreamUnavailable,
     all_tools,
     connected,
+    finish_call,
     fingerprint,
     forgotten,
     list_once,
@@ -86,6 +95,9 @@ class Connection:
         self._owners: weakref.WeakSet[object] = weakref.WeakSet()
         self._told = -pool.change_interval_s  # loop time the pool was last told of a change
         self._telling: asyncio.TimerHandle | None = None  # a change heard since then, told when the interval ends
+        self._http: httpx2.AsyncClient | None = None  # the HTTP client of the session being entered
+        self._session_id: str | None = None  # the mcp-session-id its initialize was answered with
+        self._fast: mcp_fastcall.FastCall | None = None  # tools/call beside the SDK, on the current client
 
     # -- calls (on the pool's loop) -------------------------------------------------------------------------
 
@@ -94,14 +106,36 @@ class Connection:
         JSON-RPC error it answered (an unknown tool, invalid params)."""
         client = await self._session()
         try:
-            return await client.call_tool(name, arguments, read_timeout_seconds=CALL_READ_TIMEOUT_S)
+            return await self._call(client, name, arguments)
         except MCPError as exc:
             if not self._lost(client, exc):
                 raise
             if not forgotten(exc):  # the call may have run: never send it twice
                 raise UpstreamUnavailable(f"{self.config.label} closed the connection during the call") from None
         client = await self._session()  # the upstream restarted and forgot the session, before running the call
-        return await client.call_tool(name, arguments, read_timeout_seconds=CALL_READ_TIMEOUT_S)
+        return await self._call(client, name, arguments)
+
+    async def _call(self, client: Client, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        fast = self._fast
+        if fast is None or not mcp_fastcall.ENABLED or fast.session.client is not client:
+            return await client.call_tool(name, arguments, read_timeout_seconds=CALL_READ_TIMEOUT_S)
+        try:
+            try:
+                raw = await fast.call(name, arguments)
+            except MCPError as exc:
+                if exc.error.code != mcp_types.HEADER_MISMATCH or not fast.session.modern:
+                    raise
+                # As the SDK's call: the upstream refused a call whose tool this session has not listed as it is
+                # now (it ran nothing); list it again and send the call once more.
+                try:
+                    with anyio.fail_after(self.config.connect_timeout_s):
+                        await client._relist_tool(name)
+                except (MCPError, TimeoutError):
+                    raise exc from None
+                raw = await fast.call(name, arguments)
+        except mcp_fastcall.Handover:
+            return await client.call_tool(name, arguments, read_timeout_seconds=CALL_READ_TIMEOUT_S)
+        return await finish_call(client, name, arguments, raw)
 
     async def list_tools(self) -> list[mcp_types.Tool]:
         client = await self._session()
@@ -193,7 +227,7 @@ class Connection:
                 self._attempt = loop.create_future()
             attempt, self.state = self._attempt, "connecting"
             try:
-                async with connected(self.config, self._notified) as client:
+                async with connected(self.config, self._notified, self._http_opened) as client:
                     await self._serve(client, attempt)
                 self.error = self.error or "the connection ended"
             except asyncio.CancelledError:
@@ -202,7 +236,7 @@ class Connection:
                 self.error = reason(exc)
                 log.info("%s: %s", self.config.label, self.error)
             finally:
-                self._client = None
+                self._client = self._fast = self._http = None
             was_up = self.state == "up"
             if not attempt.done():
                 attempt.set_exception(UpstreamUnavailable(self.error))
@@ -222,6 +256,9 @@ class Connection:
     async def _serve(self, client: Client, attempt: asyncio.Future[Client]) -> None:
         assert self._redo is not None
         tools = await all_tools(client)
+        if self._http is not None and self.config.url is not None:
+            self._http.event_hooks["response"].remove(self._heard_session_id)  # initialize was answered
+            self._fast = mcp_fastcall.FastCall(self._http, self.config.url, FastSession(client, self._session_id))
         self._client, self.state, self.error, self.connected_at = client, "up", None, time.time()
         if not attempt.done():
             attempt.set_result(client)
@@ -258,6 +295,13 @@ class Connection:
             except Exception as exc:  # noqa: BLE001 — whatever it is, the session no longer answers
                 return f"it stopped answering: {reason(exc)}"
 
+    def _http_opened(self, http: httpx2.AsyncClient) -> None:
+        self._http, self._session_id = http, None
+        http.event_hooks["response"].append(self._heard_session_id)
+
+    async def _heard_session_id(self, response: httpx2.Response) -> None:
+        self._session_id = response.headers.get("mcp-session-id") or self._session_id
+
     def _changed(self) -> None:
         """Tell the pool its tools changed, at once or (told less than the pool's ``change_interval_s`` ago) once
         when the interval ends: an upstream that says list_changed without pause costs a rebuild per interval, not
@@ -290,7 +334,7 @@ class Connection:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        self._client = None
+        self._client = self._fast = None
         if self._attempt is not None and not self._attempt.done():
             self._attempt.cancel()
 

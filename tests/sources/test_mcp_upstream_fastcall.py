@@ -1,0 +1,117 @@
+"""The gateway's own ``tools/call`` post to a streamable-HTTP upstream (``gateway.mcp_fastcall``) against the SDK's
+client call (``mcp_fastcall.ENABLED`` off, as ``TOOL_GATEWAY_MCP_UPSTREAM_FAST=0`` does): the same upstream tools,
+called through one gateway both ways, answer the same, on the MCPServer (FastMCP) and the low-level upstreams,
+answering with JSON bodies and with SSE streams, on both protocol revisions."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from mcp.shared.exceptions import MCPError
+from mcp_upstreams import Upstream, gateway_serving, http_source, sources_yaml, until
+
+from gateway import mcp_fastcall
+
+VARIANTS = Path(__file__).resolve().parent / "upstream_variants.py"
+MCPSERVER_CASES = [("echo", {"text": "héllo"}), ("add", {"a": 2, "b": 40}), ("fail", {"message": "boom"}),
+                   ("chatty", {}), ("ask", {}), ("mismatched", {})]
+LOWLEVEL_CASES = [("shout", {"text": "quiet"}), ("divide", {"a": 1, "b": 4}), ("divide", {"a": 1, "b": 0}),
+                  ("picture", {})]
+UPSTREAMS = [("mcpserver_http.py",), ("mcpserver_http.py", "--legacy"), ("mcpserver_http.py", "--sse"),
+             ("mcpserver_http.py", "--sse", "--legacy"), ("lowlevel_http.py",), ("lowlevel_http.py", "--sse")]
+
+
+@pytest.fixture(autouse=True)
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOL_GATEWAY_STATE_DIR", str(tmp_path / "state"))
+
+
+@pytest.fixture(scope="module", params=UPSTREAMS, ids=lambda p: " ".join(p).replace("_http.py", ""))
+def variant(request: pytest.FixtureRequest) -> Iterator[Upstream]:
+    running = Upstream(str(VARIANTS), request.param).start()  # argv: PORT FIXTURE [flags]
+    try:
+        yield running
+    finally:
+        running.kill()
+
+
+def served_calls(tmp_path: Path, url: str, **settings):
+    root = tmp_path / "defs"
+    root.mkdir(exist_ok=True)
+    (root / "upstreams.yaml").write_text(sources_yaml(http_source("up", url)))
+    return gateway_serving(root, **settings)
+
+
+def both_ways(monkeypatch: pytest.MonkeyPatch, make_call) -> tuple[object, object]:
+    """``make_call()`` with the fast path, then with the SDK's call."""
+    answers = []
+    for fast in (True, False):
+        monkeypatch.setattr(mcp_fastcall, "ENABLED", fast)
+        answers.append(make_call())
+    return answers[0], answers[1]
+
+
+def rest_call(url: str, tool: str, arguments: dict) -> dict:
+    response = httpx.post(f"{url}/tools/{tool}/call", json=arguments, timeout=60)
+    assert response.status_code == 200, response.text
+    return {key: value for key, value in response.json().items() if key in ("result", "text", "is_error", "error")}
+
+
+def on_loop(served, coroutine):
+    """Run ``coroutine`` on the gateway's loop (where its pooled sessions live) and return its outcome."""
+    connection = next(c for c in served.gateway.mcp_pool.connections() if c.state == "up")
+    loop = connection.pool.bind.__self__._loop
+    return asyncio.run_coroutine_threadsafe(coroutine(connection), loop).result(60)
+
+
+def test_every_result_kind_is_the_same_through_the_fast_path_and_the_sdk(tmp_path, monkeypatch, variant):
+    """Text, structured content, isError, images, logs and progress before the answer, a server→client request in
+    the stream and structured content its output schema refuses: the same answer either way."""
+    cases = MCPSERVER_CASES if "mcpserver" in variant.args[0] else LOWLEVEL_CASES
+    with served_calls(tmp_path, variant.url) as served:
+        answers = []
+        for tool, arguments in cases:
+            fast, sdk = both_ways(monkeypatch, lambda: rest_call(served.url, tool, arguments))
+            assert fast == sdk, (tool, fast, sdk)
+            answers.append(fast)
+        assert {answer["is_error"] for answer in answers} == {True, False}, answers
+
+
+def test_a_json_rpc_error_is_the_same_error_through_the_fast_path_and_the_sdk(tmp_path, monkeypatch, variant):
+    """A tool the upstream does not have is the same JSON-RPC error (code and message) either way, and the session
+    keeps serving after it."""
+
+    async def unknown(connection):
+        try:
+            await connection.call_tool("no_such_tool", {})
+        except MCPError as exc:
+            return exc.error.code, exc.error.message
+        return None
+
+    with served_calls(tmp_path, variant.url) as served:
+        tool, arguments = (MCPSERVER_CASES if "mcpserver" in variant.args[0] else LOWLEVEL_CASES)[0]
+        rest_call(served.url, tool, arguments)  # the pooled session is up
+        fast, sdk = both_ways(monkeypatch, lambda: on_loop(served, unknown))
+        assert fast == sdk, (fast, sdk)
+        assert not rest_call(served.url, tool, arguments)["is_error"]
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "sdk"])
+def test_a_call_past_its_deadline_is_cancelled_upstream(tmp_path, monkeypatch, variant, fast):
+    """A call cut by the tool's timeout is an error result, and the upstream hears that it was cancelled (a
+    2025-11-25 session is sent notifications/cancelled; on 2026-07-28 the answer's stream is closed), either way."""
+    if "mcpserver" not in variant.args[0]:
+        pytest.skip("the low-level upstream has no slow tool")
+    if variant.args[1:] == ():
+        pytest.skip("the SDK's server keeps running a 2026-07-28 call answered in JSON when its connection closes")
+    monkeypatch.setattr(mcp_fastcall, "ENABLED", fast)
+    with served_calls(tmp_path, variant.url, default_timeout_s=1) as served:
+        before = int(rest_call(served.url, "cancelled", {})["result"])
+        cut = rest_call(served.url, "nap", {"seconds": 20})
+        assert cut["is_error"], cut
+        until(lambda: int(rest_call(served.url, "cancelled", {})["result"]) > before,
+              "the upstream to hear of the cancellation")
