@@ -33,7 +33,7 @@ from .settings import Settings
 from .tool_definition import Scope, SourceDeclaration, ToolDefinition
 from .toolids import ToolIds
 from .yamlbudget import YamlLimits
-from .yamlsource import ParsedStore, YamlDocument, kept_document, parse_yaml
+from .yamlsource import ParsedStore, YamlDocument, keep_document, kept_document, parse_yaml
 
 YAML_SUFFIXES = (".yaml", ".yml")
 DEFAULT_LIMITS = YamlLimits.from_settings(Settings())
@@ -111,7 +111,7 @@ def parse_definitions(file: str, text: str, limits: YamlLimits = DEFAULT_LIMITS,
     text under the same limits (and gateway code) is then neither parsed nor checked again.
     """
     digest = digest or hashlib.sha256(text.encode()).hexdigest()  # a loaded file's is known: of the same bytes
-    document = kept_document(file, text, limits, store) if store is not None else None
+    document = kept_document(file, text, digest, limits, store) if store is not None else None
     trusted = document is not None
     problems: list[Problem] = []
     if document is None:
@@ -140,7 +140,7 @@ def parse_definitions(file: str, text: str, limits: YamlLimits = DEFAULT_LIMITS,
     )
     sources = _sources(document, problems)
     if store is not None and not trusted and not problems:
-        store.put(text, limits, document.data)
+        keep_document(document, digest, limits, store)
     problems.sort(key=lambda p: (p.line, p.column))
     return FileDefinitions(file, digest, tuple(tools), tuple(problems), frozenset(broken), overrides, sources)
 
@@ -317,7 +317,9 @@ class DefinitionsCache:
         cached = self._files.get(file)
         if cached is None or cached.digest != digest:
             if data is None:  # its digest is known from an earlier read, but it was not parsed under this name
-                data = self._digests.read(path, limits.max_file_bytes, force=True)[1] or b""
+                # Read again with its digest: the bytes may have changed since, and a kept parse is named by it.
+                digest, data = self._digests.read(path, limits.max_file_bytes, force=True)
+                data = data or b""
             cached = self._files[file] = _parse_bytes(file, data, limits, self.store, digest)
         return cached
 
@@ -327,6 +329,8 @@ class DefinitionsCache:
             wanted = {f.file for f in keep}
             self._files = {name: parsed for name, parsed in self._files.items() if name in wanted}
         self._digests.sweep()
+        if self.store is not None:
+            self.store.retain(f.digest for f in keep)
 
 
 def _parse_bytes(file: str, data: bytes, limits: YamlLimits, store: ParsedStore | None, digest: str) -> FileDefinitions:

@@ -34,6 +34,7 @@ from .definitions import DefinitionsCache
 from .errors import DefinitionsInvalid, Problem
 from .events import EventBus, Observer
 from .filebuilds import changed_tools
+from .gcpause import paused_gc
 from .mcp_pool import McpPool
 from .settings import Settings
 from .sources import load_all
@@ -84,7 +85,7 @@ class Gateway:
         # What a build reuses from the builds before it: handed to each build as it is started, replaced when a
         # build is abandoned (it may still be running, and caches serve one build at a time).
         # Parses kept on disk between runs (gateway.buildcache_disk): a restart skips unchanged files' YAML.
-        self._parsed = ParsedFiles.default()
+        self._parsed = ParsedFiles.default(settings.definitions)
         self._caches = (DefinitionsCache(self._parsed), BuildCache())
         self._handed = threading.local()  # in a build's thread: the caches it was handed
         self._abandoned: list[Future[Catalog]] = []  # timed-out builds, until their threads end
@@ -95,9 +96,11 @@ class Gateway:
         # The first build must succeed: there is nothing older to serve.
         started = time.perf_counter()
         try:
-            self.catalog = self._start_build().result(settings.reload_timeout_s)
+            with paused_gc():  # nothing serves yet; bounded by the build's budget (gateway.gcpause)
+                self.catalog = self._start_build().result(settings.reload_timeout_s)
         except TimeoutError:
             raise DefinitionsInvalid([self._timeout_problem()]) from None
+        self._parsed.save()  # only when the first build parsed a file not kept yet, or left one behind
         self.last_reload = ReloadOutcome(True, True, self.catalog.version, warnings=self.catalog.warnings,
                                          duration_s=time.perf_counter() - started)
 
@@ -165,6 +168,8 @@ class Gateway:
                 log.debug("reload crashed", exc_info=True)
                 where = str(self.settings.definitions)
                 return self._failed((Problem(where, 1, 1, f"reload failed: {type(exc).__name__}: {exc}"),), started)
+            if self._parsed.dirty:  # a file parsed anew: kept on disk, off the reload's path
+                daemon.start(self._parsed.save, "gateway-keep-parses")
             changed = catalog.version != self.catalog.version
             before = self.catalog
             if changed:

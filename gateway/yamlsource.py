@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 import yaml
@@ -100,11 +100,17 @@ class YamlDocument:
 
     __slots__ = ("_packed", "_root", "data", "file")
 
-    def __init__(self, file: str, text: str, data: Any) -> None:
+    def __init__(self, file: str, text: str, data: Any, packed: bytes | None = None) -> None:
         self.file = file  # the path shown in messages (relative to the definitions directory)
         self.data = data
-        self._packed = zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
+        # ``packed``: the text as ``packed`` gave it before (a kept parse), so that it is not compressed again.
+        self._packed = packed if packed is not None else zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
         self._root: yaml.Node | None = None
+
+    @property
+    def packed(self) -> bytes:
+        """The text, compressed: what a kept parse holds to make this document again without compressing."""
+        return self._packed
 
     def __repr__(self) -> str:
         return f"YamlDocument({self.file!r})"
@@ -153,19 +159,28 @@ def _child(node: yaml.Node | None, step: str | int) -> tuple[yaml.Node | None, y
 
 
 class ParsedStore(Protocol):
-    """Where the data of files that parsed and checked cleanly is kept between runs
+    """Where the data of files that parsed and checked cleanly is kept between runs, by the SHA-256 of their bytes
     (``gateway.buildcache_disk.ParsedFiles``)."""
 
-    def get(self, text: str, limits: YamlLimits) -> Any: ...  # the data, or a sentinel that is no JSON value
+    def get(self, digest: str, limits: YamlLimits) -> Any: ...  # what ``put`` kept, or a sentinel
 
-    def put(self, text: str, limits: YamlLimits, data: Any) -> None: ...
+    def put(self, digest: str, limits: YamlLimits, kept: tuple[bytes, Any]) -> None: ...
+
+    def retain(self, digests: Iterable[str]) -> None: ...
 
 
-def kept_document(file: str, text: str, limits: YamlLimits, store: ParsedStore) -> YamlDocument | None:
-    """The document of ``text`` from ``store`` when it was kept under the same limits, without parsing."""
-    kept = store.get(text, limits)
-    if kept is None or isinstance(kept, (dict, list, str, int, float, bool)):
-        return YamlDocument(file, text, kept)
+def keep_document(document: YamlDocument, digest: str, limits: YamlLimits, store: ParsedStore) -> None:
+    """Keep ``document`` (of a file whose bytes' SHA-256 is ``digest``) in ``store``: its packed text and data."""
+    store.put(digest, limits, (document.packed, document.data))
+
+
+def kept_document(file: str, text: str, digest: str, limits: YamlLimits, store: ParsedStore) -> YamlDocument | None:
+    """The document of ``text`` (whose bytes' SHA-256 is ``digest``) from ``store`` when it was kept under the
+    same limits, without parsing."""
+    kept = store.get(digest, limits)
+    if (isinstance(kept, tuple) and len(kept) == 2 and isinstance(kept[0], bytes)
+            and (kept[1] is None or isinstance(kept[1], (dict, list, str, int, float, bool)))):
+        return YamlDocument(file, text, kept[1], kept[0])
     return None
 
 

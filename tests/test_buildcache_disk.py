@@ -1,8 +1,11 @@
-"""The on-disk cache of parsed definitions files (gateway.buildcache_disk): used when valid, never served stale."""
+"""The on-disk snapshot of parsed definitions files (gateway.buildcache_disk): used when valid, never served stale."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+
+import logging
 
 import pytest
 
@@ -24,7 +27,14 @@ def _entries(store: ParsedFiles) -> list[Path]:
 
 
 def _load(root: Path, store: ParsedFiles) -> list[str]:
-    return [tool.id for tool in load_definitions(root, DefinitionsCache(store)).tools]
+    """A load as a gateway's build does it: then the snapshot is written."""
+    ids = [tool.id for tool in load_definitions(root, DefinitionsCache(store)).tools]
+    store.save()
+    return ids
+
+
+def _store(tmp_path: Path, root: Path) -> ParsedFiles:
+    return ParsedFiles(tmp_path / "cache", root)
 
 
 @pytest.fixture
@@ -37,7 +47,7 @@ def definitions(tmp_path: Path) -> Path:
 
 def test_a_restart_reads_the_kept_parse_instead_of_the_yaml(definitions, tmp_path, monkeypatch):
     """A second load with a fresh process-level cache takes the file's data from disk: no YAML parse, no checks."""
-    store = ParsedFiles(tmp_path / "cache")
+    store = _store(tmp_path, definitions)
     assert _load(definitions, store) == ["first"]
     assert len(_entries(store)) == 1
 
@@ -47,59 +57,84 @@ def test_a_restart_reads_the_kept_parse_instead_of_the_yaml(definitions, tmp_pat
     monkeypatch.setattr("gateway.yamlsource._Loader", no_parse)
     monkeypatch.setattr("gateway.checks.check_document", no_parse)
     monkeypatch.setattr("gateway.checks.check_tool", no_parse)
-    assert _load(definitions, ParsedFiles(tmp_path / "cache")) == ["first"]
+    assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
 
 
-def test_an_edited_file_is_never_served_from_its_old_entry(definitions, tmp_path):
-    """After an edit the file's new content is served (entries are named by content), then kept as well."""
-    store = ParsedFiles(tmp_path / "cache")
-    assert _load(definitions, store) == ["first"]
+def test_an_edited_file_is_never_served_from_its_old_entry(definitions, tmp_path, monkeypatch):
+    """After an edit the file's new content is served (entries are named by content); the snapshot then keeps the
+    new entry and drops the old one, and the next load parses nothing."""
+    assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
     (definitions / "a.yaml").write_text(TOOL.format(id="second"), encoding="utf-8")
-    assert _load(definitions, ParsedFiles(tmp_path / "cache")) == ["second"]
-    assert len(_entries(store)) == 2
+    assert _load(definitions, _store(tmp_path, definitions)) == ["second"]
+    monkeypatch.setattr("gateway.yamlsource._Loader", None)  # a parse would fail
+    store = _store(tmp_path, definitions)
+    assert _load(definitions, store) == ["second"]
+    assert len(_entries(store)) == 1 and b"first" not in _entries(store)[0].read_bytes()
+
+
+def test_another_definitions_directory_or_other_limits_have_their_own_snapshot(definitions, tmp_path):
+    """Two directories (or one under other YAML limits) never read each other's snapshot, nor overwrite it."""
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "b.yaml").write_text(TOOL.format(id="b"), encoding="utf-8")
+    assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
+    assert _load(other, _store(tmp_path, other)) == ["b"]
+    assert len(_entries(_store(tmp_path, definitions))) == 2
+    looser = replace(DEFAULT_LIMITS, max_yaml_nodes=DEFAULT_LIMITS.max_yaml_nodes + 1)
+    store = _store(tmp_path, definitions)
+    digest = DefinitionsCache(store)._digests.digest(definitions / "a.yaml")
+    assert store.get(digest, looser) is buildcache_disk.MISSING
 
 
 def test_a_gateway_upgrade_never_reads_the_older_entries(definitions, tmp_path, monkeypatch):
     """Another gateway release or code (another code digest) uses its own directory and removes the old one."""
-    assert _load(definitions, ParsedFiles(tmp_path / "cache")) == ["first"]
-    old = ParsedFiles(tmp_path / "cache").directory
+    assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
+    old = _store(tmp_path, definitions).directory
     monkeypatch.setattr(buildcache_disk, "code_digest", lambda: "f" * 64)
-    upgraded = ParsedFiles(tmp_path / "cache")
+    upgraded = _store(tmp_path, definitions)
     assert upgraded.directory != old and not old.exists()
-    assert upgraded.get((definitions / "a.yaml").read_text(), DEFAULT_LIMITS) is buildcache_disk.MISSING
+    digest = DefinitionsCache(upgraded)._digests.digest(definitions / "a.yaml")
+    assert upgraded.get(digest, DEFAULT_LIMITS) is buildcache_disk.MISSING
     assert _load(definitions, upgraded) == ["first"]
 
 
-def test_a_corrupted_entry_is_parsed_again_and_rewritten(definitions, tmp_path):
-    """An entry whose bytes changed (a flipped id) is not trusted: the file is parsed again and the entry repaired."""
-    store = ParsedFiles(tmp_path / "cache")
-    assert _load(definitions, store) == ["first"]
-    [entry] = _entries(store)
-    entry.write_bytes(entry.read_bytes().replace(b"first", b"fake1"))
-    assert _load(definitions, ParsedFiles(tmp_path / "cache")) == ["first"]
-    assert b"first" in entry.read_bytes()
-    entry.write_bytes(b"garbage")
-    assert _load(definitions, ParsedFiles(tmp_path / "cache")) == ["first"]
+@pytest.mark.parametrize("damage", ["flipped", "truncated", "garbage", "empty"])
+def test_a_corrupted_snapshot_is_a_warning_and_every_file_is_parsed_again(definitions, tmp_path, caplog, monkeypatch,
+                                                                        damage):
+    """A snapshot whose bytes changed (a flipped id, cut short, replaced, emptied) is not trusted: a warning says
+    so, every file is parsed again, and the snapshot is rewritten whole."""
+    assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
+    [snapshot] = _entries(_store(tmp_path, definitions))
+    good = snapshot.read_bytes()
+    snapshot.write_bytes({"flipped": good.replace(b"first", b"fake1"), "truncated": good[:-5],
+                          "garbage": b"garbage", "empty": b""}[damage])
+    with caplog.at_level(logging.WARNING, "gateway.buildcache_disk"):
+        assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
+    assert "corrupted" in caplog.text and str(snapshot) in caplog.text
+    monkeypatch.setattr("gateway.yamlsource._Loader", None)  # rewritten: the next load parses nothing
+    assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
 
 
-def test_files_with_problems_or_non_json_data_are_not_kept(tmp_path):
-    """A file with a duplicate key, a schema or semantic problem, or data JSON would change (a number as key, NaN)
-    is parsed and checked every time, with the same problems."""
+def test_files_with_problems_are_not_kept(tmp_path):
+    """A file with a duplicate key, a schema or semantic problem (a number as key, NaN) is parsed and checked every
+    time, with the same problems."""
     root = tmp_path / "defs"
     root.mkdir()
     (root / "scope.yaml").write_text(TOOL.format(id="c") + "    scope: nowhere\n", encoding="utf-8")
     (root / "schema.yaml").write_text(TOOL.format(id="d") + "    input_schema: {type: objekt}\n", encoding="utf-8")
     (root / "dup.yaml").write_text(TOOL.format(id="a") + "tools: []\n", encoding="utf-8")
     (root / "nan.yaml").write_text(TOOL.format(id="b") + "x_nan: .nan\n1: one\n", encoding="utf-8")
-    store = ParsedFiles(tmp_path / "cache")
+    store = _store(tmp_path, root)
     first = load_definitions(root, DefinitionsCache(store)).problems
+    store.save()
     assert {p.file for p in first} == {"dup.yaml", "nan.yaml", "scope.yaml", "schema.yaml"}
     assert _entries(store) == []
-    again = load_definitions(root, DefinitionsCache(ParsedFiles(tmp_path / "cache"))).problems
+    again = load_definitions(root, DefinitionsCache(_store(tmp_path, root))).problems
     assert [(p.file, p.line, p.message) for p in again] == [(p.file, p.line, p.message) for p in first]
 
 
 def test_an_unwritable_cache_directory_only_means_no_cache(definitions, tmp_path):
     """A cache directory that cannot be made (a file stands in its way) does not stop loading."""
     (tmp_path / "cache").write_text("not a directory")
-    assert _load(definitions, ParsedFiles(tmp_path / "cache")) == ["first"]
+    assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
+    assert _load(definitions, _store(tmp_path, definitions)) == ["first"]

@@ -93,9 +93,8 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
     if isinstance(derived, str):
         raise fail(f"cannot derive an input schema from '{target}': {derived}")
     facts = _facts(target, function, env)
-    problems = _signature_mismatch(definition, facts)
-    if problems:
-        raise BindingProblems(problems)
+    if not _fits(definition, facts, env):
+        raise BindingProblems(_signature_mismatch(definition, facts))
     output = None if definition.output_schema is not None else _derived(
         "output", lambda: schema_for_return(function), target, env)
     if isinstance(output, str):
@@ -307,6 +306,24 @@ def _forget_modules(directory: Path) -> None:
         file = getattr(module, "__file__", None)
         if file and file.startswith(prefix):
             del sys.modules[name]
+
+
+def _fits(definition: ToolDefinition, facts: _Facts, env: BuildEnv) -> bool:
+    """Whether the explicit input schema fits the function (``_signature_mismatch`` finds nothing): asked once per
+    function and set of (property names, required names) within a build, as 10,000 tools often share both."""
+    schema = definition.input_schema
+    if schema is None:
+        return True
+    try:
+        key = ("python-fits", definition.binding["python"], tuple(schema.get("properties", ())),
+               tuple(schema.get("required", ())))
+        hash(key)
+    except TypeError:  # a name that is not a string: the schema check reported it
+        return not _signature_mismatch(definition, facts)
+    fits = env.memo.get(key)
+    if fits is None:
+        fits = env.memo[key] = not _signature_mismatch(definition, facts)
+    return fits
 
 
 def _signature_mismatch(definition: ToolDefinition, facts: _Facts) -> list:
