@@ -236,6 +236,8 @@ class Connection:
                 self.error = reason(exc)
                 log.info("%s: %s", self.config.label, self.error)
             finally:
+                if self._fast is not None:
+                    self._fast.close()
                 self._client = self._fast = self._http = None
             was_up = self.state == "up"
             if not attempt.done():

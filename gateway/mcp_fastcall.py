@@ -50,6 +50,8 @@ from mcp_types import (
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from .mcp_wire import Wire, usable
+
 log = logging.getLogger("gateway.mcp_pool")
 
 ENABLED = os.environ.get("TOOL_GATEWAY_MCP_UPSTREAM_FAST", "1") != "0"
@@ -86,6 +88,7 @@ class FastCall:
         self.http = http
         self.url = url
         self.session = session
+        self.wire = Wire(http, url) if usable(url) else None  # else httpx2 (TLS, a proxy)
         self._background: set[asyncio.Task[None]] = set()
 
     async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -100,8 +103,11 @@ class FastCall:
         except ValueError:  # not JSON (a NaN the SDK would refuse as well): the SDK says so in its words
             raise Handover from None
         try:
-            request = self.http.build_request("POST", self.url, content=body, headers=headers)
-            response = await self.http.send(request, stream=True)
+            if self.wire is not None:
+                response = await self.wire.post(body, headers)
+            else:
+                request = self.http.build_request("POST", self.url, content=body, headers=headers)
+                response = await self.http.send(request, stream=True)
             try:
                 return await self._answer(response, request_id)
             finally:
@@ -113,6 +119,10 @@ class FastCall:
             # The SDK's transport task dies on these and its session with it: the caller opens a new one.
             log.debug("fast tools/call to %s failed: %r", self.url, exc)
             raise MCPError(code=CONNECTION_CLOSED, message="Connection closed") from None
+
+    def close(self) -> None:
+        if self.wire is not None:
+            self.wire.aclose()
 
     def _headers(self, message: dict[str, Any] | None = None) -> dict[str, str]:
         """A request's headers (stamped by the session, which fills its ``_meta``), or, for a message the session

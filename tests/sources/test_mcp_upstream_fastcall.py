@@ -9,6 +9,8 @@ import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
+import time
+
 import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
@@ -68,9 +70,13 @@ def on_loop(served, coroutine):
     return asyncio.run_coroutine_threadsafe(coroutine(connection), loop).result(60)
 
 
-def test_every_result_kind_is_the_same_through_the_fast_path_and_the_sdk(tmp_path, monkeypatch, variant):
+@pytest.mark.parametrize("wire", ["h11", "httpx2"])
+def test_every_result_kind_is_the_same_through_the_fast_path_and_the_sdk(tmp_path, monkeypatch, variant, wire):
     """Text, structured content, isError, images, logs and progress before the answer, a server→client request in
-    the stream and structured content its output schema refuses: the same answer either way."""
+    the stream and structured content its output schema refuses: the same answer either way, whether the fast
+    path posts on its own connections (plain http) or through httpx2 (as for https or a proxy)."""
+    if wire == "httpx2":
+        monkeypatch.setattr(mcp_fastcall, "usable", lambda url: False)
     cases = MCPSERVER_CASES if "mcpserver" in variant.args[0] else LOWLEVEL_CASES
     with served_calls(tmp_path, variant.url) as served:
         answers = []
@@ -115,3 +121,18 @@ def test_a_call_past_its_deadline_is_cancelled_upstream(tmp_path, monkeypatch, v
         assert cut["is_error"], cut
         until(lambda: int(rest_call(served.url, "cancelled", {})["result"]) > before,
               "the upstream to hear of the cancellation")
+
+
+def test_a_kept_alive_connection_the_upstream_closed_is_not_reused(tmp_path, monkeypatch):
+    """The upstream closes a connection idle past its keep-alive (uvicorn: 5 s): the next call opens a new one and
+    succeeds, it is not an error."""
+    monkeypatch.setattr(mcp_fastcall, "ENABLED", True)
+    running = Upstream(str(VARIANTS), ("mcpserver_http.py", "--legacy")).start()
+    try:
+        with served_calls(tmp_path, running.url) as served:
+            assert rest_call(served.url, "echo", {"text": "a"})["result"] == "a"
+            time.sleep(6)  # past uvicorn's keep-alive: the upstream closes our idle connection
+            answer = rest_call(served.url, "echo", {"text": "b"})
+            assert not answer["is_error"] and answer["result"] == "b", answer
+    finally:
+        running.kill()

@@ -1,0 +1,140 @@
+"""HTTP/1.1 POSTs to a plain-``http://`` upstream on kept-alive connections of our own (h11 over asyncio streams),
+for ``gateway.mcp_fastcall``: an ``httpx2`` request costs about a millisecond of CPU on a small machine (its models,
+the connection pool's locks, the headers and the body written in two system calls); this is one write per
+request and a parser, and answers as an ``httpx2.Response`` so the caller reads it as any other.
+
+Only where httpx2 would do the same thing: plain http (TLS stays with httpx2), no proxy in the environment for the
+host. The upstream's configured headers come from the session's ``httpx2.AsyncClient``, and so do its timeouts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.request
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
+
+import h11
+import httpx2
+
+READ_SIZE = 65536
+SKIPPED = frozenset({"accept-encoding", "host", "content-length", "transfer-encoding", "connection"})
+
+
+def usable(url: str) -> bool:
+    """Whether a POST to ``url`` is one httpx2 would make directly (plain http, no proxy for its host)."""
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        return False
+    proxies = urllib.request.getproxies()
+    return not (proxies.get("http") or proxies.get("all")) or bool(urllib.request.proxy_bypass(parts.hostname))
+
+
+class _Connection:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.reader, self.writer = reader, writer
+        self.h11 = h11.Connection(h11.CLIENT)
+
+    def alive(self) -> bool:
+        return not self.reader.at_eof() and not self.writer.is_closing() and self.h11.our_state is h11.IDLE
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class Wire:
+    """Kept-alive connections to one upstream (``usable(url)`` must hold)."""
+
+    def __init__(self, http: httpx2.AsyncClient, url: str):
+        parts = urlsplit(url)
+        self.host, self.port = parts.hostname or "", parts.port or 80
+        self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.authority = parts.netloc.rpartition("@")[2]
+        self.http = http
+        self.idle: list[_Connection] = []
+        self.request = httpx2.Request("POST", url)  # what the answers say they answer (httpx2 reads it)
+
+    async def post(self, body: bytes, headers: dict[str, str]) -> httpx2.Response:
+        """The answer's status and headers; its body is read from the returned response (stream it, or
+        ``aread``), and ``aclose`` gives the connection back (or drops it when the body was not read whole)."""
+        merged = {k.lower(): v for k, v in self.http.headers.items() if k.lower() not in SKIPPED}
+        merged.update(headers)
+        connection = await self._connection()
+        try:
+            out = connection.h11.send(h11.Request(method="POST", target=self.target, headers=[
+                ("host", self.authority), *merged.items(), ("content-length", str(len(body)))]))
+            connection.writer.write(out + connection.h11.send(h11.Data(data=body)) +  # type: ignore[operator]
+                                    connection.h11.send(h11.EndOfMessage()))  # type: ignore[operator]
+            event = await self._next(connection)
+            while isinstance(event, h11.InformationalResponse):
+                event = await self._next(connection)
+            assert isinstance(event, h11.Response)
+        except BaseException:
+            connection.close()
+            raise
+        return httpx2.Response(event.status_code, headers=[(k.decode(), v.decode()) for k, v in event.headers],
+                               stream=_Body(self, connection), request=self.request)
+
+    async def _connection(self) -> _Connection:
+        while self.idle:
+            connection = self.idle.pop()
+            if connection.alive():
+                return connection
+            connection.close()
+        timeout = self.http.timeout.connect
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), timeout)
+        except TimeoutError:
+            raise httpx2.ConnectTimeout(f"could not connect within {timeout} s") from None
+        except OSError as exc:
+            raise httpx2.ConnectError(str(exc)) from None
+        return _Connection(reader, writer)
+
+    async def _next(self, connection: _Connection) -> object:
+        while True:
+            try:
+                event = connection.h11.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise httpx2.RemoteProtocolError(str(exc)) from None
+            if event is not h11.NEED_DATA:
+                return event
+            try:
+                data = await asyncio.wait_for(connection.reader.read(READ_SIZE), self.http.timeout.read)
+            except TimeoutError:
+                raise httpx2.ReadTimeout("the upstream sent nothing in time") from None
+            except OSError as exc:
+                raise httpx2.ReadError(str(exc)) from None
+            connection.h11.receive_data(data)
+
+    def release(self, connection: _Connection, whole: bool) -> None:
+        if whole and connection.h11.our_state is h11.DONE and connection.h11.their_state is h11.DONE:
+            connection.h11.start_next_cycle()
+            self.idle.append(connection)
+        else:
+            connection.close()
+
+    def aclose(self) -> None:
+        for connection in self.idle:
+            connection.close()
+        self.idle.clear()
+
+
+class _Body(httpx2.AsyncByteStream):
+    def __init__(self, wire: Wire, connection: _Connection):
+        self.wire, self.connection, self.whole = wire, connection, False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        while True:
+            event = await self.wire._next(self.connection)
+            if isinstance(event, h11.Data):
+                yield bytes(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                self.whole = True
+                return
+            elif isinstance(event, h11.ConnectionClosed):
+                raise httpx2.RemoteProtocolError("the upstream closed the connection before its answer ended")
+
+    async def aclose(self) -> None:
+        connection, self.connection = self.connection, None  # type: ignore[assignment]
+        if connection is not None:
+            self.wire.release(connection, self.whole)
