@@ -31,6 +31,7 @@ from .connections import server_config
 from .errors import EXCEPTION_HANDLERS
 from .front import Front
 from .mcp import McpSurface
+from .rest_fast import RestCalls
 
 log = logging.getLogger("gateway.server")
 GRACEFUL_SHUTDOWN_S = 10  # what requests in flight get to finish once the server is told to stop
@@ -43,6 +44,7 @@ def create_app(gateway_or_settings: Gateway | Settings, *, services: Sequence[Se
     gateway = gateway_or_settings if isinstance(gateway_or_settings, Gateway) else Gateway(gateway_or_settings)
     observe.attach(gateway)  # before the first request: every call is told to the consumers the settings ask for
     mcp = McpSurface(gateway)
+    calls = RestCalls(gateway)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -58,11 +60,12 @@ def create_app(gateway_or_settings: Gateway | Settings, *, services: Sequence[Se
 
     app = Starlette(
         # The two call paths first: Starlette tries routes in order, and every request pays for the ones before.
-        routes=[Route("/mcp", mcp), *rest.routes(gateway), *admin.routes(gateway), *chat.routes(gateway),
+        routes=[Route("/mcp", mcp), *rest.routes(gateway, calls), *admin.routes(gateway), *chat.routes(gateway),
                 *client.routes(gateway), *openapi.routes(gateway), Mount("/demo", routes=demo_api.routes()),
                 *landing.routes(gateway), *metrics.routes(gateway)],
         # One middleware for the Origin/Host guard, CORS and the version headers: a layer per job cost each call.
-        middleware=[Middleware(Front, gateway=gateway, settings=gateway.settings)],
+        # It answers REST calls itself (rest_fast), below the rest of Starlette's layers.
+        middleware=[Middleware(Front, gateway=gateway, settings=gateway.settings, fast=calls.fast)],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )

@@ -9,10 +9,8 @@ time (``Settings.find_key``) and never logged.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-
-from starlette.datastructures import Headers
 
 from ..address import is_loopback
 from ..catalog import Catalog, Tool
@@ -73,9 +71,10 @@ class Caller:
                             else "Without API keys configured, admin operations are allowed from loopback only.")
 
 
-def authenticate(settings: Settings, headers: Headers, client_host: str | None, *, required: bool = True) -> Caller:
+def authenticate(settings: Settings, headers: Mapping[str, str], client_host: str | None, *, required: bool = True) -> Caller:
     """The caller behind a request; raises ``Unauthorized`` when auth is on and no valid key was presented.
 
+    ``headers``: Starlette's ``Headers``, or the first value of each lowercase name (the REST fast path).
     ``required=False`` answers an anonymous caller (no key) instead of raising, for endpoints whose summary is
     public; a wrong key is refused either way.
     """

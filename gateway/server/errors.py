@@ -53,7 +53,7 @@ def gateway_error(exc: GatewayError) -> Response:
     return error_response(exc.status, str(exc))
 
 
-async def _on_gateway_error(request: Request, exc: Exception) -> Response:
+async def on_gateway_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GatewayError)
     if exc.status >= 500:  # a GatewayError with no client-facing status is a bug like any other
         return await _on_unexpected(request, exc)
@@ -98,4 +98,4 @@ async def _on_unexpected(request: Request, exc: Exception) -> Response:
 
 # Starlette routes GatewayError and HTTPException through ExceptionMiddleware and Exception (the catch-all)
 # through ServerErrorMiddleware, which sends our JSON instead of its HTML/plain-text traceback page.
-EXCEPTION_HANDLERS = {GatewayError: _on_gateway_error, HTTPException: _on_http_error, Exception: _on_unexpected}
+EXCEPTION_HANDLERS = {GatewayError: on_gateway_error, HTTPException: _on_http_error, Exception: _on_unexpected}

@@ -15,6 +15,7 @@ unchanged, so browsers see exactly its answers (preflights, ``Access-Control-*``
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -26,13 +27,17 @@ from .origins import AllowedOrigins, host_is_loopback, served_at
 from .version_header import version_headers
 
 VARY = b"vary"
+VARY_ORIGIN = (VARY, b"Origin")
+# A handler answering a request below Starlette (the REST fast path): True when it did.
+Fast = Callable[[Scope, Receive, Send, list[tuple[bytes, bytes]]], Awaitable[bool]]
 
 
 class Front:
     """Pure ASGI: no response buffering, no per-request objects beyond one closure."""
 
-    def __init__(self, app: ASGIApp, gateway: Any, settings: Settings):
+    def __init__(self, app: ASGIApp, gateway: Any, settings: Settings, fast: Fast | None = None):
         self.app = app
+        self.fast = fast
         self.gateway = gateway  # gateway.server's Gateway: its catalog and replica id name every response
         self.allowed = AllowedOrigins(settings)
         self.check_host = not settings.auth_enabled
@@ -64,14 +69,15 @@ class Front:
         added = self.added() if kind == "http" else None
         refusal = self.refusal(scope, host, origin)
         if refusal is not None:
-            await error_response(*refusal)(scope, receive, send if added is None else _adding(send, added))
+            await error_response(*refusal)(scope, receive, send if added is None else adding(send, added))
             return
         if added is None:  # a WebSocket handshake that passed the guard: CORS is not for WebSockets
             await self.app(scope, receive, send)
         elif origin is None:  # every non-browser client
-            await self.app(scope, receive, _adding(send, added, vary_origin=True))
+            if self.fast is None or not await self.fast(scope, receive, send, added):
+                await self.app(scope, receive, adding(send, added, vary_origin=True))
         else:
-            await self.cors(scope, receive, _adding(send, added))
+            await self.cors(scope, receive, adding(send, added))
 
     def refusal(self, scope: Scope, host: bytes | None, origin: bytes | None) -> tuple[int, str] | None:
         """The status and message refusing this request, or None when it may pass."""
@@ -88,7 +94,7 @@ class Front:
         return None
 
 
-def _adding(send: Send, added: list[tuple[bytes, bytes]], *, vary_origin: bool = False) -> Send:
+def adding(send: Send, added: list[tuple[bytes, bytes]], *, vary_origin: bool = False) -> Send:
     """``send``, adding ``added`` to the response start; with ``vary_origin``, also ``Origin`` to its ``Vary``
     (as CORS does for a request without an allowed origin: the answer would differ for one with it)."""
 
@@ -108,7 +114,7 @@ def _vary_origin(headers: list[tuple[bytes, bytes]]) -> None:
     """Add ``Origin`` to the response's ``Vary``: one header, where the first was (Starlette's CORS, exactly)."""
     found = [index for index, (name, _) in enumerate(headers) if name == VARY]
     if not found:
-        headers.append((VARY, b"Origin"))
+        headers.append(VARY_ORIGIN)
         return
     value = b", ".join([*(headers[index][1] for index in found), b"Origin"])
     for index in reversed(found[1:]):

@@ -8,7 +8,7 @@ gzip-compressed (once, beside them) for a client whose ``Accept-Encoding`` takes
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -16,23 +16,22 @@ from starlette.routing import Route
 
 from ..catalog import Catalog
 from ..cluster import public_view
-from ..context import CallContext
 from ..errors import BadRequest
 from ..formats import FORMATS, render_tools
-from ..invoke import invoke
-from ..rate_limits import retry_after_seconds
 from ..runtime import Gateway
 from .auth import Caller, authenticate
-from .bodies import parse_json, read_body
 from .compression import MIN_BYTES, ONCE_LEVEL, accepts_gzip, gzipped
-from .errors import dumps, error_response, json_response
+from .errors import dumps, json_response
+
+if TYPE_CHECKING:
+    from .rest_fast import RestCalls  # which imports front, which imports client, which imports this
 
 LISTING_VARY = "Accept-Encoding, Authorization"
 GZIP = {"Content-Encoding": "gzip"}
 
 
-def routes(gateway: Gateway) -> list[Route]:
-    api = RestApi(gateway)
+def routes(gateway: Gateway, calls: RestCalls) -> list[Route]:
+    api = RestApi(gateway, calls)
     return [  # calls first: the router tries each path in turn, and calls are most of the traffic
         Route("/tools/{tool_id}/call", api.call_tool, methods=["POST"]),
         Route("/tools/{tool_id}", api.get_tool, methods=["GET"]),
@@ -43,9 +42,10 @@ def routes(gateway: Gateway) -> list[Route]:
 
 
 class RestApi:
-    def __init__(self, gateway: Gateway):
+    def __init__(self, gateway: Gateway, calls: RestCalls):
         self.gateway = gateway
         self.settings = gateway.settings
+        self.calls = calls
 
     def caller(self, request: Request, *, required: bool = True) -> Caller:
         client = request.client.host if request.client else None
@@ -130,49 +130,9 @@ class RestApi:
                         media_type="application/json")
 
     async def call_tool(self, request: Request) -> Response:
-        """Run one call: 200 with the result (``is_error`` for argument and tool failures), 429 with
-        ``Retry-After`` and the result when a rate limit refused it, else 4xx."""
-        caller = self.caller(request)
-        catalog = self.gateway.catalog
-        tool = caller.tool(catalog, request.path_params["tool_id"])
-        arguments = _parse_body(await read_body(request, self.settings.max_body_bytes))
-        sent = _context_headers(request.scope["headers"])
-        session = sent.get("session")
-        context = CallContext(
-            conversation_id=sent.get("conversation_id"),
-            user=caller.user(sent.get("user")),
-            session=session,
-            side="client" if session else "server",  # a named page runs scope-all tools
-            surface="rest",
-            caller=caller.name,
-            traceparent=sent.get("traceparent"),
-        )
-        result = await invoke(catalog, tool.id, arguments, context)
-        if result.retry_after_s is not None:
-            return error_response(429, result.text, {"Retry-After": str(retry_after_seconds(result.retry_after_s))},
-                                  result=result.as_dict())
-        return Response(dumps(result.as_dict()), media_type="application/json")
-
-
-# The headers a call's context takes, by their raw (lowercase) names.
-CONTEXT_HEADERS = {b"x-conversation-id": "conversation_id", b"x-user": "user", b"x-gateway-session": "session",
-                   b"traceparent": "traceparent"}
-
-
-def _context_headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
-    """The context headers a request sent (the first of each, as ``Headers.get`` reads them), in one pass over its
-    raw headers: a lookup per name would walk them all, and raise and catch a KeyError per absent one."""
-    sent: dict[str, str] = {}
-    for name, value in raw:
-        field = CONTEXT_HEADERS.get(name)
-        if field is not None and field not in sent:
-            sent[field] = value.decode("latin-1")
-    return sent
-
-
-def _parse_body(body: bytes) -> Any:
-    """The arguments a body holds: a JSON value (an object, or a string holding one); empty means none."""
-    return parse_json(body) if body.strip() else None
+        """Run one call (``rest_fast.RestCalls.answer``, which the fast path below Starlette answers too)."""
+        answer = await self.calls.answer(request.scope, request.receive, request.path_params["tool_id"])
+        return Response(answer.body, answer.status, answer.headers, media_type="application/json")
 
 
 def _listed(values: list[str]) -> list[str]:
