@@ -35,6 +35,7 @@ import os
 from typing import Any, Protocol
 
 import httpx2
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
@@ -47,7 +48,6 @@ from mcp_types import (
     JSONRPCResponse,
     jsonrpc_message_adapter,
 )
-from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from .mcp_wire import Wire, usable

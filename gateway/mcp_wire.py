@@ -18,6 +18,7 @@ import h11
 import httpx2
 
 READ_SIZE = 65536
+MAX_IDLE = 32  # connections kept open for the next calls; a burst's extra ones are closed when done
 SKIPPED = frozenset({"accept-encoding", "host", "content-length", "transfer-encoding", "connection"})
 
 
@@ -107,7 +108,8 @@ class Wire:
             connection.h11.receive_data(data)
 
     def release(self, connection: _Connection, whole: bool) -> None:
-        if whole and connection.h11.our_state is h11.DONE and connection.h11.their_state is h11.DONE:
+        if whole and len(self.idle) < MAX_IDLE and connection.h11.our_state is h11.DONE \
+                and connection.h11.their_state is h11.DONE:
             connection.h11.start_next_cycle()
             self.idle.append(connection)
         else:

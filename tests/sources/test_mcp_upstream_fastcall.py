@@ -6,10 +6,9 @@ answering with JSON bodies and with SSE streams, on both protocol revisions."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
-
-import time
 
 import httpx
 import pytest
@@ -81,7 +80,7 @@ def test_every_result_kind_is_the_same_through_the_fast_path_and_the_sdk(tmp_pat
     with served_calls(tmp_path, variant.url) as served:
         answers = []
         for tool, arguments in cases:
-            fast, sdk = both_ways(monkeypatch, lambda: rest_call(served.url, tool, arguments))
+            fast, sdk = both_ways(monkeypatch, lambda t=tool, a=arguments: rest_call(served.url, t, a))
             assert fast == sdk, (tool, fast, sdk)
             answers.append(fast)
         assert {answer["is_error"] for answer in answers} == {True, False}, answers
@@ -136,3 +135,16 @@ def test_a_kept_alive_connection_the_upstream_closed_is_not_reused(tmp_path, mon
             assert not answer["is_error"] and answer["result"] == "b", answer
     finally:
         running.kill()
+
+
+async def test_concurrent_calls_each_get_their_own_answer(tmp_path, monkeypatch, variant):
+    """Forty calls at once through the fast path (more connections than are kept idle) each get the answer to their
+    own arguments."""
+    monkeypatch.setattr(mcp_fastcall, "ENABLED", True)
+    tool, key = ("echo", "text") if "mcpserver" in variant.args[0] else ("shout", "text")
+    with served_calls(tmp_path, variant.url) as served:
+        async with httpx.AsyncClient(timeout=60) as http:
+            answers = await asyncio.gather(*(http.post(f"{served.url}/tools/{tool}/call", json={key: f"call {i}"})
+                                             for i in range(40)))
+    texts = [answer.json()["text"] for answer in answers]
+    assert texts == [f"call {i}" if tool == "echo" else f"CALL {i}" for i in range(40)], texts
