@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import os
 import queue
 import threading
 import weakref
@@ -96,11 +97,23 @@ class _Pool:
         threading.Thread(target=self._work, name=f"gateway-tool_{self.threads}", daemon=True).start()
 
     def _work(self) -> None:
+        _batch_policy()
         get, lock = self.queue.get, self.lock
         while True:
             get().run()
             with lock:
                 self.idle += 1
+
+
+def _batch_policy() -> None:
+    """Put the calling worker thread under Linux's ``SCHED_BATCH``: same share of the CPU, but waking it (a call
+    put on the queue) does not preempt the event loop's thread, which holds the GIL — the woken worker would only
+    find the GIL taken and sleep again, two context switches for nothing. It runs when the loop waits or its
+    time slice ends. Measured with a trivial sync tool, 16 calls at once, server on one core: context switches
+    per REST call 1.25 -> 0.49 (README, "Where the serving time goes"). Elsewhere (no such policy, or not
+    permitted) the thread keeps the default policy."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
 
 
 _POOL = _Pool(WORKERS)
