@@ -14,24 +14,35 @@ import gc
 import threading
 from collections.abc import Iterator
 
+# Set by a process that serves (``tool-gateway serve``): what the first build made lives as long as the process, so
+# it is frozen (``gc.freeze``) out of every later collection instead of being walked by the first full one (~50 ms
+# at 10,000 tools, right after the pause, before the first request). Cycles among those objects are never
+# collected; a reload's catalog replaces them without cycles (freed by reference counting). A library host keeps
+# its own collector's rules: False.
+freeze_after_first_build = False
 _lock = threading.Lock()
 _holders = 0  # pauses under way (two gateways may start at once in one process)
 _was_enabled = False
 
 
 @contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """No cyclic collection until the last of the pauses under way ends."""
+def paused_gc(*, first_build: bool = False) -> Iterator[None]:
+    """No cyclic collection until the last of the pauses under way ends; the first build's objects then frozen
+    when the process asked for it (``freeze_after_first_build``)."""
     global _holders, _was_enabled
     with _lock:
         if _holders == 0:
             _was_enabled = gc.isenabled()
             gc.disable()
         _holders += 1
+    ok = False
     try:
         yield
+        ok = True
     finally:
         with _lock:
             _holders -= 1
+            if ok and first_build and freeze_after_first_build:
+                gc.freeze()
             if _holders == 0 and _was_enabled:
                 gc.enable()
