@@ -69,7 +69,8 @@ class Wire:
             event = await self._next(connection)
             while isinstance(event, h11.InformationalResponse):
                 event = await self._next(connection)
-            assert isinstance(event, h11.Response)
+            if not isinstance(event, h11.Response):  # closed before answering (a kept-alive connection it dropped)
+                raise httpx2.RemoteProtocolError("the upstream closed the connection without answering")
         except BaseException:
             connection.close()
             raise

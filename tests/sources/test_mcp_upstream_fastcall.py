@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -148,3 +149,24 @@ async def test_concurrent_calls_each_get_their_own_answer(tmp_path, monkeypatch,
                                              for i in range(40)))
     texts = [answer.json()["text"] for answer in answers]
     assert texts == [f"call {i}" if tool == "echo" else f"CALL {i}" for i in range(40)], texts
+
+
+def test_an_upstream_dying_during_a_call_is_an_error_result_naming_it(tmp_path, monkeypatch):
+    """The upstream process dies while a call waits for its answer (the connection closes with no answer): the call
+    is an error result naming the upstream, and the next call, once it is back, succeeds."""
+    monkeypatch.setattr(mcp_fastcall, "ENABLED", True)
+    running = Upstream(str(VARIANTS), ("mcpserver_http.py", "--legacy")).start()
+    try:
+        with served_calls(tmp_path, running.url, default_timeout_s=60) as served, ThreadPoolExecutor(1) as pool:
+            assert rest_call(served.url, "echo", {"text": "a"})["result"] == "a"
+            pending = pool.submit(rest_call, served.url, "nap", {"seconds": 30})
+            time.sleep(1)  # the call is on its way (were it not, it would fail naming the upstream all the same)
+            running.kill()
+            answer = pending.result(60)
+            assert answer["is_error"] and "MCP server 'up'" in answer["text"], answer
+            running.start()
+            healed = until(lambda: not (r := rest_call(served.url, "echo", {"text": "b"}))["is_error"] and r,
+                           "a call to succeed after the restart")
+            assert healed["result"] == "b"
+    finally:
+        running.kill()
