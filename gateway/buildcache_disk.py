@@ -10,10 +10,12 @@ upgrade or an edited checkout never reads an older snapshot). Only files without
 are kept.
 
 One snapshot file per definitions directory holds every file's entry: a restart reads one file, not one per
-definitions file (1,000 opens and checksums were a tenth of a warm start). Entries are ``marshal`` data (dicts,
-lists, strings, numbers: what a safe YAML load gives, kept exactly, NaN and integer keys included), 2-3x faster
-to load than JSON; ``marshal`` is the format of Python's own bytecode cache and builds no object but those
-values. The snapshot holds the SHA-256 of its payload: a corrupted or truncated snapshot is a warning and a miss
+definitions file (1,000 opens and checksums were a tenth of a warm start). An entry is the file's text as its
+document keeps it (compressed), its data, and its tools' fields as the loader made them
+(``gateway.yamlsource.keep_document``), so that a restart neither compresses the text again nor reads each tool's
+keys one by one. Entries are ``marshal`` data (bytes, tuples, dicts, lists, strings, numbers: what a safe YAML
+load gives, kept exactly, NaN and integer keys included), 2-3x faster to load than JSON; ``marshal`` is the
+format of Python's own bytecode cache and builds no object but those values. The snapshot holds the SHA-256 of its payload: a corrupted or truncated snapshot is a warning and a miss
 (every file parsed and checked again, the snapshot rewritten), never data served. It is written after a build
 that parsed something new or no longer needs an entry (``save``), atomically, off the reload's path; a directory
 that cannot be written (read-only) only means no cache.

@@ -164,23 +164,26 @@ class ParsedStore(Protocol):
 
     def get(self, digest: str, limits: YamlLimits) -> Any: ...  # what ``put`` kept, or a sentinel
 
-    def put(self, digest: str, limits: YamlLimits, kept: tuple[bytes, Any]) -> None: ...
+    def put(self, digest: str, limits: YamlLimits, kept: tuple[bytes, Any, tuple[Any, ...]]) -> None: ...
 
     def retain(self, digests: Iterable[str]) -> None: ...
 
 
-def keep_document(document: YamlDocument, digest: str, limits: YamlLimits, store: ParsedStore) -> None:
-    """Keep ``document`` (of a file whose bytes' SHA-256 is ``digest``) in ``store``: its packed text and data."""
-    store.put(digest, limits, (document.packed, document.data))
+def keep_document(document: YamlDocument, digest: str, limits: YamlLimits, store: ParsedStore,
+                  rows: tuple[Any, ...]) -> None:
+    """Keep ``document`` (of a file whose bytes' SHA-256 is ``digest``) in ``store``: its packed text, its data and
+    ``rows``, what the loader made of it (``gateway.definitions``: its tools' fields)."""
+    store.put(digest, limits, (document.packed, document.data, rows))
 
 
-def kept_document(file: str, text: str, digest: str, limits: YamlLimits, store: ParsedStore) -> YamlDocument | None:
-    """The document of ``text`` (whose bytes' SHA-256 is ``digest``) from ``store`` when it was kept under the
-    same limits, without parsing."""
+def kept_document(file: str, text: str, digest: str, limits: YamlLimits,
+                  store: ParsedStore) -> tuple[YamlDocument, tuple[Any, ...] | None] | None:
+    """The document of ``text`` (whose bytes' SHA-256 is ``digest``) and the rows kept with it, from ``store`` when
+    it was kept under the same limits, without parsing."""
     kept = store.get(digest, limits)
-    if (isinstance(kept, tuple) and len(kept) == 2 and isinstance(kept[0], bytes)
+    if (isinstance(kept, tuple) and len(kept) == 3 and isinstance(kept[0], bytes)
             and (kept[1] is None or isinstance(kept[1], (dict, list, str, int, float, bool)))):
-        return YamlDocument(file, text, kept[1], kept[0])
+        return YamlDocument(file, text, kept[1], kept[0]), kept[2] if isinstance(kept[2], tuple) else None
     return None
 
 
