@@ -80,7 +80,10 @@ class ParsedFiles:
         self._prune(directory, keep=self.directory.name)
         self._lock = threading.Lock()
         self._limits: YamlLimits | None = None  # the limits of the snapshot read, fixed by the first look-up
-        self._entries: dict[str, bytes] | None = None  # file digest -> marshal of its data
+        # File digest -> marshal of its entry: every entry, or once released, those added since.
+        self._entries: dict[str, bytes] | None = None
+        self._released = False
+        self._kept: set[str] = set()  # the digests of the latest load's files
         self._dirty = False
 
     @classmethod
@@ -127,11 +130,20 @@ class ParsedFiles:
         with self._lock:
             if self._entries is None:
                 return
-            keep = set(digests)
+            self._kept = keep = set(digests)
             gone = [digest for digest in self._entries if digest not in keep]
             for digest in gone:
                 del self._entries[digest]
-            self._dirty = self._dirty or bool(gone)
+            # Once released, what is on disk and not kept is dropped by the next save (one that has news).
+            self._dirty = self._dirty or (bool(gone) and not self._released)
+
+    def release(self) -> None:
+        """Let go of the entries that are on disk (10,000 tools' are ~5 MB a serving gateway would hold for
+        nothing): a later ``save`` reads them back. Until then a look-up finds only entries added since."""
+        with self._lock:
+            if self._dirty or self._entries is None:
+                return
+            self._entries, self._released = {}, True
 
     @property
     def dirty(self) -> bool:
@@ -144,7 +156,10 @@ class ParsedFiles:
             path = self.path
             if not self._dirty or self._entries is None or path is None:
                 return
-            payload = marshal.dumps(self._entries)
+            entries = self._entries
+            if self._released:  # the entries on disk of files still loaded, and the new ones
+                entries = {d: blob for d, blob in self._load().items() if d in self._kept} | entries
+            payload = marshal.dumps(entries)
             self._dirty = False
         try:
             save(path, MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)

@@ -101,6 +101,7 @@ class Gateway:
         except TimeoutError:
             raise DefinitionsInvalid([self._timeout_problem()]) from None
         self._parsed.save()  # only when the first build parsed a file not kept yet, or left one behind
+        self._parsed.release()
         self.last_reload = ReloadOutcome(True, True, self.catalog.version, warnings=self.catalog.warnings,
                                          duration_s=time.perf_counter() - started)
 

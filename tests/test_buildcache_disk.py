@@ -138,3 +138,22 @@ def test_an_unwritable_cache_directory_only_means_no_cache(definitions, tmp_path
     (tmp_path / "cache").write_text("not a directory")
     assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
     assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
+
+
+def test_a_released_store_keeps_the_entries_on_disk_through_a_reload(definitions, tmp_path, monkeypatch):
+    """A serving gateway lets go of the entries on disk; an edit reloaded later is kept beside them, a file deleted
+    is dropped, and the next start parses nothing."""
+    (definitions / "b.yaml").write_text(TOOL.format(id="b"), encoding="utf-8")
+    (definitions / "c.yaml").write_text(TOOL.format(id="c"), encoding="utf-8")
+    store = _store(tmp_path, definitions)
+    cache = DefinitionsCache(store)
+    load_definitions(definitions, cache)
+    store.save()
+    store.release()
+    (definitions / "b.yaml").write_text(TOOL.format(id="b2"), encoding="utf-8")
+    (definitions / "c.yaml").unlink()
+    assert [t.id for t in load_definitions(definitions, cache).tools] == ["first", "b2"]
+    store.save()
+    monkeypatch.setattr("gateway.yamlsource._Loader", None)  # a parse would fail
+    assert _load(definitions, _store(tmp_path, definitions)) == ["first", "b2"]
+    assert len(_store(tmp_path, definitions)._read(DEFAULT_LIMITS)) == 2  # a.yaml's and b.yaml's, not c.yaml's

@@ -14,7 +14,7 @@ import inspect
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -80,23 +80,19 @@ def _trusted_function(target: str, env: BuildEnv) -> Any:
 
 
 def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
+    # Asked for each of 10,000 tools that often bind one function: what depends on the function alone is memoised
+    # per build, and the common path makes no closure.
     target = definition.binding["python"]
-
-    def fail(message: str) -> BindingProblems:
-        return BindingProblems([definition.problem(["binding", "python"], message)])
-
     function = trusted_function(target, env)
     if isinstance(function, str):
-        raise fail(function)
-    derived = None if definition.input_schema is not None else _derived(
-        "input", lambda: schema_for_function(function, CONTEXT_PARAMETERS), target, env)
+        raise _failed(definition, function)
+    derived = None if definition.input_schema is not None else _derived("input", function, target, env)
     if isinstance(derived, str):
-        raise fail(f"cannot derive an input schema from '{target}': {derived}")
+        raise _failed(definition, f"cannot derive an input schema from '{target}': {derived}")
     facts = _facts(target, function, env)
     if not _fits(definition, facts, env):
         raise BindingProblems(_signature_mismatch(definition, facts))
-    output = None if definition.output_schema is not None else _derived(
-        "output", lambda: schema_for_return(function), target, env)
+    output = None if definition.output_schema is not None else _derived("output", function, target, env)
     if isinstance(output, str):
         # Results were never checked against a return annotation: one that has no schema is no reason to refuse
         # a tool that served before. Said once per tool, so the admin can fix the annotation or declare a schema.
@@ -106,6 +102,10 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
     slots = ((env.root, definition.id), env.settings.max_concurrent_calls_per_tool)
     return Bound(executor=_Executor(definition.id, function, facts, slots), input_schema=derived,
                  output_schema=output)
+
+
+def _failed(definition: ToolDefinition, message: str) -> BindingProblems:
+    return BindingProblems([definition.problem(["binding", "python"], message)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,14 +138,14 @@ def _facts(target: str, function: Any, env: BuildEnv) -> _Facts:
     return env.memo[key]
 
 
-def _derived(which: str, derive: Callable[[], dict[str, Any] | None], target: str,
-             env: BuildEnv) -> dict[str, Any] | str | None:
+def _derived(which: str, function: Any, target: str, env: BuildEnv) -> dict[str, Any] | str | None:
     """The function's derived ``which`` ("input"/"output") schema, or why there is none; once per function and
     build (many tools may bind one function)."""
     key = ("python-schema", which, target)
     if key not in env.memo:
         try:
-            env.memo[key] = derive()
+            env.memo[key] = schema_for_function(function, CONTEXT_PARAMETERS) if which == "input" \
+                else schema_for_return(function)
         except SchemaDerivationError as exc:
             env.memo[key] = str(exc)
     return env.memo[key]
