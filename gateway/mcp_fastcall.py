@@ -103,7 +103,7 @@ class FastCall:
         except ValueError:  # not JSON (a NaN the SDK would refuse as well): the SDK says so in its words
             raise Handover from None
         try:
-            if self.wire is not None:
+            if self.wire is not None and not self.http.cookies:  # cookies: httpx2 keeps and sends its jar
                 response = await self.wire.post(body, headers)
             else:
                 request = self.http.build_request("POST", self.url, content=body, headers=headers)

@@ -4,7 +4,9 @@ the connection pool's locks, the headers and the body written in two system call
 request and a parser, and answers as an ``httpx2.Response`` so the caller reads it as any other.
 
 Only where httpx2 would do the same thing: plain http (TLS stays with httpx2), no proxy in the environment for the
-host. The upstream's configured headers come from the session's ``httpx2.AsyncClient``, and so do its timeouts.
+host, no credentials in the URL; a call while the session's client holds cookies the upstream set (a load
+balancer's affinity) goes through httpx2 too. The upstream's configured headers come from the session's
+``httpx2.AsyncClient``, and so do its timeouts.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ SKIPPED = frozenset({"accept-encoding", "host", "content-length", "transfer-enco
 
 
 def usable(url: str) -> bool:
-    """Whether a POST to ``url`` is one httpx2 would make directly (plain http, no proxy for its host)."""
+    """Whether a POST to ``url`` is one httpx2 would make directly (plain http, no credentials in the URL, no proxy
+    for its host)."""
     parts = urlsplit(url)
-    if parts.scheme != "http" or not parts.hostname:
+    if parts.scheme != "http" or not parts.hostname or parts.username is not None:  # httpx2 sends userinfo as Basic
         return False
     proxies = urllib.request.getproxies()
     return not (proxies.get("http") or proxies.get("all")) or bool(urllib.request.proxy_bypass(parts.hostname))

@@ -170,3 +170,16 @@ def test_an_upstream_dying_during_a_call_is_an_error_result_naming_it(tmp_path, 
             assert healed["result"] == "b"
     finally:
         running.kill()
+
+
+def test_cookies_the_upstream_set_are_sent_with_fast_path_calls(tmp_path, monkeypatch):
+    """An upstream behind a load balancer with cookie affinity (it refuses a session's request without its cookie):
+    fast-path calls carry the cookie the session's HTTP client holds, as the SDK's requests do, and succeed."""
+    monkeypatch.setattr(mcp_fastcall, "ENABLED", True)
+    running = Upstream(str(VARIANTS), ("mcpserver_http.py", "--legacy", "--affinity")).start()
+    try:
+        with served_calls(tmp_path, running.url) as served:
+            answer = rest_call(served.url, "echo", {"text": "sticky"})
+            assert not answer["is_error"] and answer["result"] == "sticky", answer
+    finally:
+        running.kill()
