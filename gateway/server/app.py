@@ -64,8 +64,8 @@ def create_app(gateway_or_settings: Gateway | Settings, *, services: Sequence[Se
                 *client.routes(gateway), *openapi.routes(gateway), Mount("/demo", routes=demo_api.routes()),
                 *landing.routes(gateway), *metrics.routes(gateway)],
         # One middleware for the Origin/Host guard, CORS and the version headers: a layer per job cost each call.
-        # It answers REST calls itself (rest_fast), below the rest of Starlette's layers.
-        middleware=[Middleware(Front, gateway=gateway, settings=gateway.settings, fast=calls.fast)],
+        # Its hooks answer REST calls and MCP POSTs below the rest of Starlette's layers (rest_fast, McpSurface.fast_post).
+        middleware=[Middleware(Front, gateway=gateway, settings=gateway.settings, fast=(mcp.fast_post, calls.fast))],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )

@@ -15,7 +15,7 @@ unchanged, so browsers see exactly its answers (preflights, ``Access-Control-*``
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -28,14 +28,14 @@ from .version_header import version_headers
 
 VARY = b"vary"
 VARY_ORIGIN = (VARY, b"Origin")
-# A handler answering a request below Starlette (the REST fast path): True when it did.
+# A hook answering a request below Starlette (the REST and MCP fast paths): True when it did.
 Fast = Callable[[Scope, Receive, Send, list[tuple[bytes, bytes]]], Awaitable[bool]]
 
 
 class Front:
     """Pure ASGI: no response buffering, no per-request objects beyond one closure."""
 
-    def __init__(self, app: ASGIApp, gateway: Any, settings: Settings, fast: Fast | None = None):
+    def __init__(self, app: ASGIApp, gateway: Any, settings: Settings, fast: Sequence[Fast] = ()):
         self.app = app
         self.fast = fast
         self.gateway = gateway  # gateway.server's Gateway: its catalog and replica id name every response
@@ -74,8 +74,10 @@ class Front:
         if added is None:  # a WebSocket handshake that passed the guard: CORS is not for WebSockets
             await self.app(scope, receive, send)
         elif origin is None:  # every non-browser client
-            if self.fast is None or not await self.fast(scope, receive, send, added):
-                await self.app(scope, receive, adding(send, added, vary_origin=True))
+            for answered in self.fast:
+                if await answered(scope, receive, send, added):
+                    return
+            await self.app(scope, receive, adding(send, added, vary_origin=True))
         else:
             await self.cors(scope, receive, adding(send, added))
 

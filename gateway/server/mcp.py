@@ -35,7 +35,6 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
-from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
@@ -49,9 +48,19 @@ from ..formats import render_tools
 from ..invoke import ToolResult, invoke
 from ..runtime import Gateway
 from .auth import SCOPE_KEY, Caller, authenticate, unknown_tool
-from .bodies import parse_json, read_body
+from .bodies import parse_json, receive_body
 from .errors import dumps, gateway_error, refused
-from .mcp_fast import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, FastPath, ProtocolError, Types, import_types
+from .front import adding
+from .mcp_fast import FastPath
+from .mcp_messages import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ProtocolError,
+    Types,
+    first_headers,
+    import_types,
+)
 from .release import release
 
 if TYPE_CHECKING:
@@ -62,6 +71,7 @@ PAGE_SIZE = 500
 TRACEPARENT_META = "traceparent"  # _meta key of a W3C trace context (the MCP SDK's own key), before the header
 SESSION_META = "gateway/session"  # _meta key naming the browser bridge session that may run client tools
 CONVERSATION_META = "gateway/conversation_id"
+BODY_KEY = "gateway.mcp.body"  # where a POST's body waits for the SDK, once read and screened
 X_MCP_HEADER_KEY = "x-mcp-header"  # the SDK's schema annotation for Mcp-Param-* headers (mcp.shared.inbound)
 
 
@@ -137,27 +147,51 @@ class McpSurface:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Authenticate, leave the caller in the scope for the handlers, screen a POSTed message, answer it on
-        the fast path when it can, and hand over to the SDK otherwise."""
-        client = scope.get("client")
-        body = None
+        the fast path when it can, and hand over to the SDK otherwise. A POST ``front.Front`` already took
+        (``fast_post``) arrives here only for the SDK, its body in the scope."""
+        if scope["method"] == "POST":
+            if BODY_KEY not in scope and await self._take(scope, receive, send):
+                return
+            receive = _replay(scope[BODY_KEY], receive)
+        elif not await self._authenticated(scope, receive, send, first_headers(scope)):
+            return
+        sdk = await self.loaded_sdk()
+        await sdk.sessions.handle(scope, receive, send, scope.get(BODY_KEY), scope[SCOPE_KEY].name)
+
+    async def fast_post(self, scope: Scope, receive: Receive, send: Send, added: list[tuple[bytes, bytes]]) -> bool:
+        """``front.Front``'s hook: a POST to ``/mcp`` that the fast path answers (or that is refused: a bad key or
+        body) is answered below Starlette's exception and routing layers; any other goes on through them to
+        ``__call__``, with its caller and body left in the scope."""
+        if scope["method"] != "POST" or scope["path"] != "/mcp" or scope.get("root_path"):
+            return False
+        return await self._take(scope, receive, adding(send, added, vary_origin=True))
+
+    async def _take(self, scope: Scope, receive: Receive, send: Send) -> bool:
+        """Authenticate and screen a POST, answering a refusal, then answer it on the fast path; False (its caller
+        and body left in the scope) when the SDK is to answer it."""
+        headers = first_headers(scope)
+        if not await self._authenticated(scope, receive, send, headers):
+            return True
         try:
-            scope[SCOPE_KEY] = authenticate(self.gateway.settings, Headers(scope=scope), client[0] if client else None)
+            body = await receive_body(scope, receive, headers.get("content-length", ""),
+                                      self.gateway.settings.max_body_bytes)
+            message = screen_message(body)
+        except GatewayError as exc:
+            await _jsonrpc_error(exc, scope, receive, send)
+            return True
+        scope[BODY_KEY] = body
+        return await self.fast.answer(scope, send, message, headers)
+
+    async def _authenticated(self, scope: Scope, receive: Receive, send: Send, headers: Mapping[str, str]) -> bool:
+        """Leave the caller in the scope for the handlers; False once a refused key was answered (401)."""
+        client = scope.get("client")
+        try:
+            scope[SCOPE_KEY] = authenticate(self.gateway.settings, headers, client[0] if client else None)
         except Unauthorized as exc:
             refused(Request(scope), exc)
             await gateway_error(exc)(scope, receive, send)
-            return
-        if scope["method"] == "POST":
-            try:
-                body = await read_body(Request(scope, receive), self.gateway.settings.max_body_bytes)
-                message = screen_message(body)
-            except GatewayError as exc:
-                await _jsonrpc_error(exc, scope, receive, send)
-                return
-            if await self.fast.answer(scope, send, message):
-                return
-            receive = _replay(body, receive)
-        sdk = await self.loaded_sdk()
-        await sdk.sessions.handle(scope, receive, send, body, scope[SCOPE_KEY].name)
+            return False
+        return True
 
     # -- handlers (the SDK's and the fast path's) -----------------------------------------------------------
 

@@ -19,6 +19,10 @@ cannot vouch for, a tracer provider configured (the SDK's span) — goes to the 
 switch (tests compare both paths). A ``tools/list`` page is serialised once per catalog, kind of caller, page
 and revision (``Catalog.memo``) and reused as bytes.
 
+What a request must be for it, and how its answer is shaped, is ``mcp_messages``. ``McpSurface.fast_post`` hands
+it a POST from ``front.Front``, below Starlette's exception and routing layers; a browser's POST (``Origin``) comes
+through them, to ``McpSurface.__call__``.
+
 A 2025-11-25 client may cancel a call with ``notifications/cancelled`` on its session: that notification still
 goes to the SDK, and a fast call it names is cancelled and answered ``-32800 Request cancelled`` as the SDK's
 transport answers one.
@@ -34,11 +38,25 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import anyio
-import orjson
 from starlette.types import Scope, Send
 
 from .auth import SCOPE_KEY
-from .errors import dumps
+from .mcp_messages import (
+    INTERNAL_ERROR,
+    JSON_BYTES,
+    MODERN_ERROR_STATUS,
+    REQUEST_CANCELLED,
+    ROUTING_HEADERS,
+    ProtocolError,
+    Types,
+    call_shaped,
+    coerce_id,
+    duplicated,
+    plain_post,
+    request_of,
+    to_json,
+    validated,
+)
 
 log = logging.getLogger("gateway.mcp")
 # Tests switch it off to compare with the SDK's own answers; TOOL_GATEWAY_MCP_FAST=0 does for a server process
@@ -47,23 +65,9 @@ ENABLED = os.environ.get("TOOL_GATEWAY_MCP_FAST", "1") != "0"
 # The SDK answers every request with one JSON body, never an SSE stream (``mcp_sdk``): the framing the fast path
 # reproduces. With SSE answers configured, it would step aside.
 JSON_RESPONSES = True
-FAST_METHODS = frozenset({"tools/call", "tools/list"})
 SERVER_NAME = "tool-gateway"
 SERVER_TITLE = "Tool gateway"
 CACHE_HINTS = {"tools/list": (0, "private")}  # method -> (ttl_ms, scope) of the SDK's cache hint
-# JSON-RPC's codes, and the SDK's answer to a cancelled 2025-era request (mcp.server.streamable_http).
-PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32602, -32603
-REQUEST_CANCELLED = -32800
-MODERN_ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400}  # else 200 (mcp.shared.inbound)
-ENVELOPE = frozenset({"jsonrpc", "id", "method", "params"})
-ROUTING_HEADERS = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
-JSON = "application/json"
-JSON_BYTES = JSON.encode()
-CALL_KEYS = frozenset({"content", "isError", "resultType", "structuredContent"})
-TEXT_KEYS = frozenset({"type", "text"})
-# Revisions whose result schema shapes a call result as _call_shaped does (test_mcp_fast compares both), and
-# whether it keeps ``resultType``; any other revision's results go through the schema itself.
-CALL_SHAPES = {"2025-11-25": False, "2026-07-28": True}
 
 
 class Surface(Protocol):
@@ -84,41 +88,6 @@ class Surface(Protocol):
     async def loaded_types(self) -> Types: ...
 
 
-class ProtocolError(Exception):
-    """A JSON-RPC error a handler answers with (the SDK path raises it as its ``MCPError``)."""
-
-    def __init__(self, code: int, message: str):
-        super().__init__(code, message)
-        self.code = code
-        self.message = message
-
-
-@dataclass(frozen=True)
-class Types:
-    """What the fast path needs of ``mcp_types`` (imported in a thread at start, ~0.3 s)."""
-
-    validate: Any  # methods.validate_client_request
-    serialize: Any  # methods.serialize_server_result
-    params: dict[str, Any]  # method -> the params model the SDK hands its handler
-    handshake: frozenset[str]
-    modern: frozenset[str]
-    version_key: str
-    capabilities_key: str
-    server_info_key: str
-    implementation: Any
-
-
-def import_types() -> Types:
-    import mcp_types
-    from mcp_types import methods, version
-
-    return Types(methods.validate_client_request, methods.serialize_server_result,
-                 {"tools/call": mcp_types.CallToolRequestParams, "tools/list": mcp_types.PaginatedRequestParams},
-                 frozenset(version.HANDSHAKE_PROTOCOL_VERSIONS), frozenset(version.MODERN_PROTOCOL_VERSIONS),
-                 mcp_types.PROTOCOL_VERSION_META_KEY, mcp_types.CLIENT_CAPABILITIES_META_KEY,
-                 mcp_types.SERVER_INFO_META_KEY, mcp_types.Implementation)
-
-
 class FastPath:
     """The fast path of one ``McpSurface``."""
 
@@ -134,18 +103,18 @@ class FastPath:
                                                  title=SERVER_TITLE).model_dump(by_alias=True, mode="json",
                                                                                 exclude_none=True)
 
-    async def answer(self, scope: Scope, send: Send, message: Any) -> bool:
-        """Answer ``message`` (a screened POST body) and say so, or leave it (False) to the SDK, untouched."""
+    async def answer(self, scope: Scope, send: Send, message: Any, headers: Mapping[str, str]) -> bool:
+        """Answer ``message`` (a screened POST body; ``headers``: the request's ``first_headers``) and say so,
+        or leave it (False) to the SDK, untouched."""
         if not ENABLED or not JSON_RESPONSES or self.surface.traced or type(message) is not dict:
             return False
         if message.get("method") == "notifications/cancelled":
-            self._cancel(_first_headers(scope), message)
+            self._cancel(headers, message)
             return False
-        request = _request(message)
+        request = request_of(message)
         if request is None:
             return False
-        headers = _first_headers(scope)
-        if not _plain_post(headers):
+        if not plain_post(headers):
             return False
         types = self.types or await self.surface.loaded_types()
         requested = headers.get("mcp-protocol-version")
@@ -158,14 +127,14 @@ class FastPath:
     async def _modern(self, scope: Scope, send: Send, headers: Mapping[str, str],
                       request: tuple[Any, str, Any], types: Types) -> bool:
         request_id, method, params = request
-        if _duplicated(scope, ROUTING_HEADERS) or not self._envelope_agrees(headers, method, params, types):
+        if duplicated(scope, ROUTING_HEADERS) or not self._envelope_agrees(headers, method, params, types):
             return False
         if method == "tools/call":
             name = params.get("name")
             if not isinstance(name, str) or self.surface.input_schema(name) is not None:
                 return False
         version = headers["mcp-protocol-version"]
-        typed = _validated(types, method, version, params)
+        typed = validated(types, method, version, params)
         if typed is None:
             return False
         outcome = await self._outcome(scope, headers, request_id, method, version, typed, types, None)
@@ -186,11 +155,11 @@ class FastPath:
         session = await sdk.sessions.fast_session(session_id, scope[SCOPE_KEY].name)
         if session is None:
             return False
-        typed = _validated(types, method, session.version, params)
+        typed = validated(types, method, session.version, params)
         if typed is None:
             return False
         with session.serving():
-            cancellable = (session_id, _coerce(request_id)) if session.held else None
+            cancellable = (session_id, coerce_id(request_id)) if session.held else None
             outcome = await self._outcome(scope, headers, request_id, method, session.version, typed, types,
                                           cancellable)
             await _respond(send, 200, [(b"content-type", JSON_BYTES), (b"mcp-session-id", session_id.encode("latin-1")),
@@ -229,7 +198,7 @@ class FastPath:
                     else:
                         shaped = self._shaped(types, method, version,
                                               await self.surface.call_tool(caller, headers, request_id, typed))
-                        result = _json(shaped)
+                        result = to_json(shaped)
                 finally:
                     if cancellable is not None and self._cancellable.get(cancellable) is call:
                         del self._cancellable[cancellable]
@@ -247,7 +216,7 @@ class FastPath:
             return _Outcome.error(request_id, REQUEST_CANCELLED, "Request cancelled")
         if error is not None:
             return error
-        return _Outcome(b'{"jsonrpc":"2.0","id":' + _json(request_id) + b',"result":' + result + b"}")
+        return _Outcome(b'{"jsonrpc":"2.0","id":' + to_json(request_id) + b',"result":' + result + b"}")
 
     def _page(self, caller: Any, headers: Mapping[str, str], typed: Any, version: str, types: Types) -> bytes:
         """A ``tools/list`` result as bytes: a page that starts where the surface's pages start is kept in the
@@ -256,7 +225,7 @@ class FastPath:
 
         def page() -> bytes:
             listed = self.surface.list_page(catalog, key, start, caller)
-            return _json(self._shaped(types, "tools/list", version, listed))
+            return to_json(self._shaped(types, "tools/list", version, listed))
 
         kept = self.surface.page_key(key, start)
         return page() if kept is None else catalog.memo((*kept, version), page)
@@ -268,7 +237,7 @@ class FastPath:
         hint = CACHE_HINTS.get(method)
         if hint is not None:
             result = {"ttlMs": hint[0], "cacheScope": hint[1], **result}
-        shaped = _call_shaped(version, result) if method == "tools/call" else None
+        shaped = call_shaped(version, result) if method == "tools/call" else None
         if shaped is None:
             try:
                 shaped = types.serialize(method, version, result)
@@ -291,7 +260,7 @@ class FastPath:
         request_id = params.get("requestId")
         if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
             return
-        call = self._cancellable.get((session_id, _coerce(request_id)))
+        call = self._cancellable.get((session_id, coerce_id(request_id)))
         if call is not None:
             call.cancelled = True
             call.scope.cancel()
@@ -312,7 +281,7 @@ class _Outcome:
 
     @classmethod
     def error(cls, request_id: Any, code: int, message: str) -> _Outcome:
-        return cls(_json({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}), code)
+        return cls(to_json({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}), code)
 
 
 @dataclass(frozen=True)
@@ -325,93 +294,7 @@ class FastSession:
     serving: Any  # () -> a context manager
 
 
-def _call_shaped(version: str, result: dict[str, Any]) -> dict[str, Any] | None:
-    """What the SDK's result schema makes of a ``McpSurface.call_result`` (text content, ``isError``, an object
-    or None as ``structuredContent``), without validating it again (~25 us a call): None values dropped, and
-    ``resultType`` on the handshake revision. None for anything else (then the schema itself shapes it).
-    test_mcp_fast compares this with the SDK's answers."""
-    if version not in CALL_SHAPES or result.keys() - CALL_KEYS:
-        return None
-    structured = result.get("structuredContent")
-    content = result.get("content")
-    if (structured is not None and type(structured) is not dict) or type(result.get("isError")) is not bool or not (
-            type(content) is list and all(type(item) is dict and item.keys() == TEXT_KEYS and item["type"] == "text"
-                                          and type(item["text"]) is str for item in content)):
-        return None
-    keep_type = CALL_SHAPES[version]
-    return {key: value for key, value in result.items() if value is not None and (keep_type or key != "resultType")}
-
-
-def _request(message: dict[str, Any]) -> tuple[Any, str, Any] | None:
-    """(id, method, params) of a plain single request for the fast path, else None."""
-    method = message.get("method")
-    # A method may be any JSON value (a list is unhashable: no set lookup before its type is known).
-    if type(method) is not str or method not in FAST_METHODS or message.keys() - ENVELOPE \
-            or message.get("jsonrpc") != "2.0":
-        return None
-    request_id = message.get("id")
-    if type(request_id) is int:
-        if not -(2 ** 63) <= request_id < 2 ** 64:  # what orjson writes
-            return None
-    elif type(request_id) is not str:
-        return None
-    params = message.get("params")
-    if "params" in message and type(params) is not dict:
-        return None
-    return request_id, method, params
-
-
-def _plain_post(headers: Mapping[str, str]) -> bool:
-    """``Content-Type: application/json`` (as both the SDK's checks read it) and an ``Accept`` taking JSON (its
-    ``check_accept_headers``)."""
-    content_type = headers.get("content-type")
-    if content_type is None or not content_type.startswith(JSON) or content_type.partition(";")[0].strip() != JSON:
-        return False
-    accepted = {part.strip().split(";")[0].strip().lower() for part in headers.get("accept", "").split(",")}
-    return bool(accepted & {"*/*", JSON, "application/*"})
-
-
-def _first_headers(scope: Scope) -> dict[str, str]:
-    """A request's headers by (lowercase) name, the first of each name: what Starlette's ``Headers.get`` gives,
-    which the SDK reads (one dict instead of a scan of every header per lookup)."""
-    headers: dict[str, str] = {}
-    for name, value in scope["headers"]:
-        key = name.decode("latin-1")
-        if key not in headers:
-            headers[key] = value.decode("latin-1")
-    return headers
-
-
 async def _respond(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
     """What Starlette's ``Response`` sends, with the headers in its order."""
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
-
-
-def _duplicated(scope: Scope, names: tuple[bytes, ...]) -> bool:
-    seen = [name for name, _ in scope["headers"] if name in names]
-    return len(seen) != len(set(seen))
-
-
-def _validated(types: Types, method: str, version: str, params: dict[str, Any] | None) -> Any:
-    """The params model the SDK would hand its handler, or None where the SDK would refuse them (it answers)."""
-    try:
-        types.validate(method, version, params)
-        return types.params[method].model_validate({} if params is None else params, by_name=False)
-    except (KeyError, ValueError):  # pydantic's ValidationError is a ValueError
-        return None
-
-
-def _coerce(request_id: Any) -> Any:
-    """A request id as the SDK's dispatcher correlates it: "7" and 7 are one id."""
-    if isinstance(request_id, str):
-        with contextlib.suppress(ValueError):
-            return int(request_id)
-    return request_id
-
-
-def _json(value: Any) -> bytes:
-    try:
-        return orjson.dumps(value)
-    except (TypeError, orjson.JSONEncodeError):  # an integer past 64 bits, a lone surrogate: the slow way
-        return dumps(value)

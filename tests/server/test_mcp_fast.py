@@ -289,3 +289,34 @@ def test_a_method_that_is_not_a_string_is_left_to_the_sdk_not_a_500(start_server
     answer = httpx.post(f"{served.url}/mcp", headers=headers,
                         json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
     assert answer.status_code < 500, answer.text
+
+
+def test_fast_posts_are_answered_below_starlettes_routing_and_the_rest_still_reach_the_route(
+        start_server, shared_examples, monkeypatch):
+    """A tools/call the fast path takes, and a refused key, are answered by Front's hook without reaching the
+    /mcp route; initialize (the SDK's) reaches the route with its body already read and is answered; a browser's
+    call (an allowed Origin) goes through CORS and the route, and is answered by the fast path there."""
+    reached: list[str] = []
+    call = mcp_surface.McpSurface.__call__
+
+    async def counting(self, scope, receive, send):
+        reached.append(scope["method"])
+        await call(self, scope, receive, send)
+
+    monkeypatch.setattr(mcp_surface.McpSurface, "__call__", counting)
+    origin = "https://app.example"
+    served = start_server(shared_examples, api_keys=API_KEYS, allowed_origins=[origin])
+    exchange = Exchange(served.url, monkeypatch)
+    session = exchange.session(READER_KEY)
+    assert reached == ["POST", "POST"], reached  # initialize and its notification: the SDK's
+    reached.clear()
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sum", "arguments": {"a": 1, "b": 2}}}
+    answer = exchange.client.post("/mcp", json=body, headers=_legacy(session, READER_KEY))
+    assert answer.json()["result"]["content"][0]["text"] == "3.0" and "x-catalog-version" in answer.headers
+    refused = exchange.client.post("/mcp", json=body, headers=_legacy(session, "wrong"))
+    assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
+    assert reached == [] and len(exchange.sdk_saw) == 2
+    browser = exchange.client.post("/mcp", json=body, headers=_legacy(session, READER_KEY) | {"Origin": origin})
+    assert browser.json()["result"]["content"][0]["text"] == "3.0"
+    assert browser.headers["access-control-allow-origin"] == origin
+    assert reached == ["POST"] and len(exchange.sdk_saw) == 2
