@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gateway")
 Listener = Callable[[Catalog], Awaitable[None]]
+SAVE_DELAY_S = 2.0  # how long after a reload the parses it made are written to the build cache
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,12 @@ class Gateway:
         definitions, plugins = load_all(self.settings, loaded)
         return build_catalog(definitions, self.settings, env, built, plugins)
 
+    def _save_parsed_later(self) -> None:
+        # Later: the write reads, merges and writes the whole snapshot (100,000 tools: ~0.2 s holding the GIL), which
+        # must not slow the requests that first see the reloaded catalog. A burst of reloads writes once.
+        time.sleep(SAVE_DELAY_S)
+        self._parsed.save()
+
     def _timeout_problem(self) -> Problem:
         stuck = sum(not build.done() for build in self._abandoned)
         still = f"; {stuck} abandoned build(s) still running" if stuck else ""
@@ -173,8 +180,8 @@ class Gateway:
                 log.debug("reload crashed", exc_info=True)
                 where = str(self.settings.definitions)
                 return self._failed((Problem(where, 1, 1, f"reload failed: {type(exc).__name__}: {exc}"),), started)
-            if self._parsed.dirty:  # a file parsed anew: kept on disk, off the reload's path
-                daemon.start(self._parsed.save, "gateway-keep-parses")
+            if self._parsed.dirty:  # a file parsed anew: kept on disk later, off the reload's path
+                daemon.start(self._save_parsed_later, "gateway-keep-parses")
             changed = catalog.version != self.catalog.version
             before = self.catalog
             if changed:

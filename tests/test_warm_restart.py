@@ -174,3 +174,23 @@ def test_a_state_path_that_is_a_file_only_means_no_cache(definitions, state):
     state.write_text("not a directory")
     assert "look" in _start(definitions).catalog.tools
     assert "look" in _start(definitions).catalog.tools
+
+
+def test_an_edit_reloaded_while_serving_is_kept_for_the_next_start(definitions, state, monkeypatch):
+    """A file a running gateway reloaded is written to the snapshot after the reload (in a thread of its own), so
+    the next start parses nothing and serves the edit."""
+    import asyncio
+    import time
+
+    from gateway import runtime
+
+    monkeypatch.setattr(runtime, "SAVE_DELAY_S", 0.0)
+    gateway = _start(definitions)
+    before = _snapshot(state).stat().st_mtime_ns
+    (definitions / "tools.yaml").write_text(TOOLS.replace("Looks something up.", "Finds it."), encoding="utf-8")
+    assert asyncio.run(gateway.reload()).changed
+    deadline = time.monotonic() + 30
+    while _snapshot(state).stat().st_mtime_ns == before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    _no_parse(monkeypatch)
+    assert _start(definitions).catalog.get("look").definition.ai_description == "Finds it."
