@@ -282,10 +282,8 @@ def _test(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from . import gcpause
     from .server.app import serve
 
-    gcpause.freeze_after_first_build = True  # this process serves one gateway: its first catalog lives as long
     settings = _settings(args, host=args.host, port=args.port, reload=args.reload, reload_poll=args.reload_poll)
     serve(settings)
     return 0

@@ -97,7 +97,7 @@ class Gateway:
         # The first build must succeed: there is nothing older to serve.
         started = time.perf_counter()
         try:
-            with paused_gc(first_build=True):  # nothing serves yet; bounded by the build's budget (gateway.gcpause)
+            with paused_gc():  # nothing serves yet; bounded by the build's budget (gateway.gcpause)
                 self.catalog = self._start_build().result(settings.reload_timeout_s)
         except TimeoutError:
             raise DefinitionsInvalid([self._timeout_problem()]) from None
