@@ -30,14 +30,13 @@ transport answers one.
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import anyio
 from starlette.types import Scope, Send
 
 from .auth import SCOPE_KEY
@@ -189,19 +188,21 @@ class FastPath:
         caller = scope[SCOPE_KEY]
         call = _Call() if cancellable is not None else None
         try:
-            with call.scope if call is not None else contextlib.nullcontext():
-                if cancellable is not None:
-                    self._cancellable[cancellable] = call
-                try:
-                    if method == "tools/list":
-                        result = self._page(caller, headers, typed, version, types)
-                    else:
-                        shaped = self._shaped(types, method, version,
-                                              await self.surface.call_tool(caller, headers, request_id, typed))
-                        result = to_json(shaped)
-                finally:
-                    if cancellable is not None and self._cancellable.get(cancellable) is call:
-                        del self._cancellable[cancellable]
+            if cancellable is not None:
+                self._cancellable[cancellable] = call
+            try:
+                if method == "tools/list":
+                    result = self._page(caller, headers, typed, version, types)
+                else:
+                    shaped = self._shaped(types, method, version,
+                                          await self.surface.call_tool(caller, headers, request_id, typed))
+                    result = to_json(shaped)
+            except asyncio.CancelledError:
+                if call is None or not call.taken():  # not (only) the client's cancellation: it goes on
+                    raise
+            finally:
+                if cancellable is not None and self._cancellable.get(cancellable) is call:
+                    del self._cancellable[cancellable]
         except ProtocolError as exc:
             error = _Outcome.error(request_id, exc.code, exc.message)
         except Exception as exc:
@@ -213,6 +214,7 @@ class FastPath:
         else:
             error = None
         if call is not None and call.cancelled:  # answered so on the 2025 wire, whatever the call came to
+            call.taken()
             return _Outcome.error(request_id, REQUEST_CANCELLED, "Request cancelled")
         if error is not None:
             return error
@@ -261,17 +263,31 @@ class FastPath:
         if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
             return
         call = self._cancellable.get((session_id, coerce_id(request_id)))
-        if call is not None:
-            call.cancelled = True
-            call.scope.cancel()
+        if call is not None and not call.cancelled:
+            call.cancel()
 
 
 class _Call:
-    """A fast call a 2025-11-25 client may cancel."""
+    """A fast call a 2025-11-25 client may cancel: its request's task, cancelled once. (An anyio ``CancelScope``
+    did this at ~9 µs a call, cancelled or not; the task's own cancel count costs nothing until used.)"""
+
+    __slots__ = ("cancelled", "pending", "task")
 
     def __init__(self) -> None:
-        self.scope = anyio.CancelScope()
-        self.cancelled = False
+        self.task = asyncio.current_task()
+        self.cancelled = self.pending = False
+
+    def cancel(self) -> None:
+        self.cancelled = self.pending = True
+        self.task.cancel()  # the task waits inside the call (it is registered only meanwhile): raised there
+
+    def taken(self) -> bool:
+        """Take back this call's cancellation from the task, once (whether the call saw it or swallowed it);
+        whether the task is left with no other cancellation to carry on."""
+        if self.pending:
+            self.pending = False
+            return self.task.uncancel() == 0
+        return False
 
 
 @dataclass(frozen=True)
