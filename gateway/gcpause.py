@@ -6,9 +6,13 @@ dozens of collections over a growing heap that found nothing to free (~0.2 s of 
 which runs again when the pause ends. The pause is bounded by whoever holds it (a build is waited for with a
 deadline), and a collector the host process turned off stays off.
 
-The collections skipped come due when it ends (~50 ms at 10,000 tools, before the first request). Freezing the
-first build's objects out of them (``gc.freeze``) spared those, but made every later reload of one file in a
-serving gateway 30-70 ms slower (bench_speed.py reload: rebuild 22 -> 54-99 ms): not done.
+When it ends, what it allocated (~1M objects at 10,000 tools) would sit in the youngest generation: the next
+allocations would walk it there, again in the middle one, then in the oldest (~50 ms each, the first before the
+first request). It is moved to the oldest generation at once instead (``gc.freeze`` then ``gc.unfreeze``), where
+one full collection walks it later, when the process has made enough long-lived objects of its own. Leaving it
+frozen spared that walk too, but a frozen heap keeps CPython's count of long-lived objects small, so full
+collections came often after: every reload of one file in a serving gateway was 30-70 ms slower (bench_speed.py
+reload: rebuild 22 -> 54-99 ms).
 """
 
 from __future__ import annotations
@@ -38,4 +42,8 @@ def paused_gc() -> Iterator[None]:
         with _lock:
             _holders -= 1
             if _holders == 0 and _was_enabled:
+                # What the pause allocated goes to the oldest generation at once (freeze, then unfreeze): no
+                # collection walks it before the first request, and one full collection later, not three.
+                gc.freeze()
+                gc.unfreeze()
                 gc.enable()
