@@ -78,7 +78,9 @@ class BuildCache(Generic[T]):
         python = env.python_digest if "python" in definition.binding else None
         before = len(env.warnings)
         tool = build(definition, env)  # raises BindingProblems; failures are not cached, they are retried
-        self._tools[definition] = _Built(tool, python, self._script(tool, env), tuple(env.warnings[before:]))
+        warnings = tuple(env.warnings[before:]) if len(env.warnings) > before else ()
+        self._tools[definition] = _Built(tool, python, None if tool.script is None else self._script(tool, env),
+                                         warnings)
         return tool
 
     def script_digest(self, tool: T) -> str:

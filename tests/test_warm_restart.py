@@ -64,7 +64,8 @@ def _start(root: Path) -> Gateway:
 
 
 def _snapshot(state: Path) -> Path:
-    [path] = [p for p in (state / "build").rglob("*") if p.is_file()]
+    # Not the temporary file a save in progress writes before it renames it over the snapshot.
+    [path] = [p for p in (state / "build").rglob("*") if p.is_file() and not p.name.startswith(".tmp-")]
     return path
 
 
