@@ -2,17 +2,17 @@
 
 A build allocates ~100 container objects per tool and frees few of them: at 10,000 tools CPython's collector ran
 dozens of collections over a growing heap that found nothing to free (~0.2 s of a 0.8 s warm start; loading
-10,000 tools' kept data took 0.13 s with them, 0.035 s without). Reference counting still frees everything at once; only cycles wait for the collector,
-which runs again when the pause ends. The pause is bounded by whoever holds it (a build is waited for with a
-deadline), and a collector the host process turned off stays off.
+10,000 tools' kept data took 0.13 s with them, 0.035 s without). Reference counting still frees everything at
+once; only cycles wait for the collector, which runs again when the pause ends. The pause is bounded by whoever
+holds it (a build is waited for with a deadline), and a collector the host process turned off stays off.
 
-When it ends, what it allocated (~1M objects at 10,000 tools) would sit in the youngest generation: the next
-allocations would walk it there, again in the middle one, then in the oldest (~50 ms each, the first before the
-first request). It is moved to the oldest generation at once instead (``gc.freeze`` then ``gc.unfreeze``), where
-one full collection walks it later, when the process has made enough long-lived objects of its own. Leaving it
-frozen spared that walk too, but a frozen heap keeps CPython's count of long-lived objects small, so full
-collections came often after: every reload of one file in a serving gateway was 30-70 ms slower (bench_speed.py
-reload: rebuild 22 -> 54-99 ms).
+When it ends, the collections skipped come due: what the pause allocated (~1M objects at 10,000 tools) is walked
+once in each generation as it ages (~50 ms each, the first before the first request), after which CPython counts
+it as long-lived and leaves it alone. Two ways to spare those walks were measured and dropped, because each made
+reloads of one file in a serving gateway slower (bench_speed.py reload at 10,000 tools: rebuild 17-28 ms ->
+54-99 ms in 2 of 2 and 3 of 5 runs): ``gc.freeze`` (a frozen heap keeps CPython's count of long-lived objects
+small, so full collections came often after), and freeze-then-unfreeze (the one full collection left came due
+later, in the first reloads).
 """
 
 from __future__ import annotations
@@ -42,8 +42,4 @@ def paused_gc() -> Iterator[None]:
         with _lock:
             _holders -= 1
             if _holders == 0 and _was_enabled:
-                # What the pause allocated goes to the oldest generation at once (freeze, then unfreeze): no
-                # collection walks it before the first request, and one full collection later, not three.
-                gc.freeze()
-                gc.unfreeze()
                 gc.enable()
