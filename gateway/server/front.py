@@ -11,6 +11,10 @@ call. Here the request's raw headers are read in one pass, the headers to add ar
 request without ``Origin`` (every client but a browser) gets a single ``send`` wrapper that adds the version headers
 and the ``Vary: Origin`` CORS would add. A request with ``Origin`` goes through Starlette's CORS middleware
 unchanged, so browsers see exactly its answers (preflights, ``Access-Control-*``).
+
+A request without ``Origin`` that passed the guard is first offered to the ``fast`` hooks (the MCP POST and the
+REST call fast paths, ``McpSurface.fast_post`` and ``rest_fast.RestCalls.fast``): one that answers it saves the
+request Starlette's exception and routing layers; the others go on to them.
 """
 
 from __future__ import annotations

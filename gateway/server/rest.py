@@ -3,7 +3,8 @@
 Every handler reads ``gateway.catalog`` once and answers from that snapshot, so a reload in the middle of a
 request never mixes two catalogs. Listings carry the catalog version as their ``ETag`` and answer
 ``If-None-Match`` with 304; the bodies are computed once per catalog (``Catalog.memo``) and sent as bytes,
-gzip-compressed (once, beside them) for a client whose ``Accept-Encoding`` takes gzip.
+gzip-compressed (once, beside them) for a client whose ``Accept-Encoding`` takes gzip. A call is
+``rest_fast.RestCalls.answer``, which ``front.Front`` also runs below Starlette for most clients (the fast path).
 """
 
 from __future__ import annotations
