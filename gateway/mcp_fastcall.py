@@ -115,6 +115,8 @@ class FastCall:
         except asyncio.CancelledError:
             self._cancelled(request_id)  # an id the upstream never saw is ignored by it (the spec says so)
             raise
+        except httpx2.DecodingError as exc:  # a body its content-encoding does not describe
+            raise MCPError(code=PARSE_ERROR, message=f"Failed to decode its answer: {exc}") from None
         except (httpx2.TransportError, httpx2.StreamError) as exc:
             # The SDK's transport task dies on these and its session with it: the caller opens a new one.
             log.debug("fast tools/call to %s failed: %r", self.url, exc)
@@ -208,11 +210,12 @@ class FastCall:
         task.add_done_callback(self._background.discard)
 
     async def _post(self, message: dict[str, Any]) -> None:
-        """A message that expects no answer (a reply, a notification); a failure is only logged, as the SDK does."""
+        """A message that expects no answer (a reply, a notification); a failure is only logged, as the SDK does.
+        Its answer's body is not read (the SDK reads none either): an upstream could make it endless."""
         try:
-            headers = self._headers()
-            response = await self.http.post(self.url, content=json.dumps(message).encode(), headers=headers)
-            await response.aclose()
+            async with self.http.stream("POST", self.url, content=json.dumps(message).encode(),
+                                        headers=self._headers()):
+                pass
         except Exception as exc:  # noqa: BLE001 — best effort, like the SDK's courtesy writes
             log.debug("posting %s to %s failed: %r", message.get("method", "a reply"), self.url, exc)
 

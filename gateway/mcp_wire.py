@@ -21,6 +21,10 @@ import httpx2
 
 READ_SIZE = 65536
 MAX_IDLE = 32  # connections kept open for the next calls; a burst's extra ones are closed when done
+# Connections open at once to one upstream, as httpx2's pool allows the SDK's path (its default max_connections):
+# a burst of calls to an upstream that answers slowly waits for one (bounded by each tool's deadline) instead of
+# spending a file descriptor per call.
+MAX_OPEN = 100
 SKIPPED = frozenset({"accept-encoding", "host", "content-length", "transfer-encoding", "connection"})
 
 
@@ -35,14 +39,22 @@ def usable(url: str) -> bool:
 
 
 class _Connection:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
-        self.reader, self.writer = reader, writer
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, slots: asyncio.Semaphore):
+        self.reader, self.writer, self.slots = reader, writer, slots
         self.h11 = h11.Connection(h11.CLIENT)
+        self.closed = False  # its slot given back (the transport may have closed itself on a reset)
 
     def alive(self) -> bool:
-        return not self.reader.at_eof() and not self.writer.is_closing() and self.h11.our_state is h11.IDLE
+        """Whether the next request may go on it: open, idle, and nothing received since its last answer ended —
+        bytes an upstream wrote on an idle connection would be read as the next call's answer (a desync).
+        StreamReader has no public way to ask whether it holds bytes; its buffer is where they are."""
+        return not self.reader.at_eof() and not self.writer.is_closing() and self.h11.our_state is h11.IDLE \
+            and not self.reader._buffer  # type: ignore[attr-defined]
 
     def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.slots.release()
         self.writer.close()
 
 
@@ -56,6 +68,7 @@ class Wire:
         self.authority = parts.netloc.rpartition("@")[2]
         self.http = http
         self.idle: list[_Connection] = []
+        self.slots = asyncio.Semaphore(MAX_OPEN)
         self.request = httpx2.Request("POST", url)  # what the answers say they answer (httpx2 reads it)
 
     async def post(self, body: bytes, headers: dict[str, str]) -> httpx2.Response:
@@ -86,14 +99,18 @@ class Wire:
             if connection.alive():
                 return connection
             connection.close()
+        await self.slots.acquire()
         timeout = self.http.timeout.connect
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), timeout)
-        except TimeoutError:
-            raise httpx2.ConnectTimeout(f"could not connect within {timeout} s") from None
-        except OSError as exc:
-            raise httpx2.ConnectError(str(exc)) from None
-        return _Connection(reader, writer)
+        except BaseException as exc:
+            self.slots.release()
+            if isinstance(exc, TimeoutError):
+                raise httpx2.ConnectTimeout(f"could not connect within {timeout} s") from None
+            if isinstance(exc, OSError):
+                raise httpx2.ConnectError(str(exc)) from None
+            raise
+        return _Connection(reader, writer, self.slots)
 
     async def _next(self, connection: _Connection) -> object:
         while True:
@@ -112,8 +129,10 @@ class Wire:
             connection.h11.receive_data(data)
 
     def release(self, connection: _Connection, whole: bool) -> None:
+        """Keep ``connection`` for the next call only when its exchange ended cleanly and the upstream sent
+        nothing past its answer (pipelined bytes would be the next call's answer: response smuggling)."""
         if whole and len(self.idle) < MAX_IDLE and connection.h11.our_state is h11.DONE \
-                and connection.h11.their_state is h11.DONE:
+                and connection.h11.their_state is h11.DONE and not connection.h11.trailing_data[0]:
             connection.h11.start_next_cycle()
             self.idle.append(connection)
         else:
