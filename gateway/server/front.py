@@ -22,16 +22,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..settings import Settings
 from .client import ClientCors
 from .errors import error_response
 from .origins import AllowedOrigins, host_is_loopback, served_at
+from .sending import adding
 from .version_header import version_headers
 
-VARY = b"vary"
-VARY_ORIGIN = (VARY, b"Origin")
 # A hook answering a request below Starlette (the REST and MCP fast paths): True when it did.
 Fast = Callable[[Scope, Receive, Send, list[tuple[bytes, bytes]]], Awaitable[bool]]
 
@@ -98,31 +97,3 @@ class Front:
             if text not in self.allowed and text not in served_at(tuple(server) if server else None):
                 return 403, f"Origin '{text}' is not allowed; add it to the allowed_origins setting."
         return None
-
-
-def adding(send: Send, added: list[tuple[bytes, bytes]], *, vary_origin: bool = False) -> Send:
-    """``send``, adding ``added`` to the response start; with ``vary_origin``, also ``Origin`` to its ``Vary``
-    (as CORS does for a request without an allowed origin: the answer would differ for one with it)."""
-
-    async def send_adding(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            headers = list(message.get("headers", ()))
-            if vary_origin:
-                _vary_origin(headers)
-            headers += added
-            message["headers"] = headers
-        await send(message)
-
-    return send_adding
-
-
-def _vary_origin(headers: list[tuple[bytes, bytes]]) -> None:
-    """Add ``Origin`` to the response's ``Vary``: one header, where the first was (Starlette's CORS, exactly)."""
-    found = [index for index, (name, _) in enumerate(headers) if name == VARY]
-    if not found:
-        headers.append(VARY_ORIGIN)
-        return
-    value = b", ".join([*(headers[index][1] for index in found), b"Origin"])
-    for index in reversed(found[1:]):
-        del headers[index]
-    headers[found[0]] = (VARY, value)

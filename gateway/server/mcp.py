@@ -50,7 +50,6 @@ from ..runtime import Gateway
 from .auth import SCOPE_KEY, Caller, authenticate, unknown_tool
 from .bodies import parse_json, receive_body
 from .errors import dumps, gateway_error, refused
-from .front import adding
 from .mcp_fast import FastPath
 from .mcp_messages import (
     INVALID_PARAMS,
@@ -62,6 +61,7 @@ from .mcp_messages import (
     import_types,
 )
 from .release import release
+from .sending import adding
 
 if TYPE_CHECKING:
     from .mcp_sdk import SdkServer  # imported in a thread once the app starts (``run``)

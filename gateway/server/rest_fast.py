@@ -31,7 +31,7 @@ from ..runtime import Gateway
 from .auth import authenticate
 from .bodies import parse_json, receive_body
 from .errors import dumps, on_gateway_error
-from .front import VARY_ORIGIN, adding
+from .sending import VARY_ORIGIN, adding
 
 ENABLED = os.environ.get("TOOL_GATEWAY_REST_FAST", "1") != "0"
 CALL_PATH = "/tools/{tool_id}/call"

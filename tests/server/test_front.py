@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 
-from gateway.server.front import _vary_origin
+from gateway.server.sending import _vary_origin
 
 
 def vary_headers(response: httpx.Response) -> list[str]:
