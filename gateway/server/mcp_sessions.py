@@ -154,7 +154,8 @@ class SharedSessions:
         counted = transport is not None and transport.idle_scope is not None and transport._idle_timeout is not None
         if counted:
             transport._requests_in_flight += 1
-            transport.idle_scope.deadline = math.inf
+            if transport._requests_in_flight == 1:  # already infinite while another request is in flight
+                transport.idle_scope.deadline = math.inf
         try:
             yield
         finally:
