@@ -2,7 +2,8 @@
 
 A listing of 10,000 tools is megabytes of JSON, most of it repeated keys and schema shapes: gzip makes it a few
 hundred kilobytes. It is compressed once, with the body it compresses (``Catalog.memo``), so a request costs no
-compression; a body made per request (a ``?toolset=`` filter) is compressed per request at the cheapest level.
+compression; a filtered body (a ``?toolset=`` filter) is compressed at the cheapest level when first asked for and
+kept among the catalog's last few (``rest.Recent``).
 """
 
 from __future__ import annotations

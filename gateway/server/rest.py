@@ -9,8 +9,11 @@ gzip-compressed (once, beside them) for a client whose ``Accept-Encoding`` takes
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -25,10 +28,11 @@ from .compression import MIN_BYTES, ONCE_LEVEL, accepts_gzip, gzipped
 from .errors import dumps, json_response
 
 if TYPE_CHECKING:
-    from .rest_fast import RestCalls  # which imports front, which imports client, which imports this
+    from .rest_fast import RestCalls
 
 LISTING_VARY = "Accept-Encoding, Authorization"
 GZIP = {"Content-Encoding": "gzip"}
+FILTERED_KEPT = 64  # filtered listings kept per catalog, most recently asked first: bounded whatever callers ask
 
 
 def routes(gateway: Gateway, calls: RestCalls) -> list[Route]:
@@ -109,15 +113,25 @@ class RestApi:
             return dumps({"format": fmt, "tools": rendered.tools, "diagnostics": rendered.diagnostics})
 
         if toolsets or tags:
-            body = listing()
-            if gzip and len(body) >= MIN_BYTES:
-                body, headers = gzipped(body), zipped
+            recent = catalog.memo("rest:filtered", Recent)
+            key = (fmt, caller.toolsets, tuple(toolsets), tuple(tags), gzip)
+            made = recent.get(key)
+            if made is None:
+                def filtered() -> tuple[bytes, bool]:
+                    plain = listing()
+                    return (gzipped(plain), True) if gzip and len(plain) >= MIN_BYTES else (plain, False)
+
+                made = recent.keep(key, await _off_loop(filtered))
+            body, packed = made
+            if packed:
+                headers = zipped
         else:  # the common case: one body per catalog, format and key's toolsets, and its gzip beside it
             key = ("rest", fmt, caller.toolsets)
-            body = catalog.memo(key, listing)
+            body = await _off_loop(lambda: catalog.memo(key, listing))
             if gzip and len(body) >= MIN_BYTES:
                 plain = body
-                body, headers = catalog.memo((*key, "gzip"), lambda: gzipped(plain, ONCE_LEVEL)), zipped
+                body = await _off_loop(lambda: catalog.memo((*key, "gzip"), lambda: gzipped(plain, ONCE_LEVEL)))
+                headers = zipped
         return Response(body, headers=headers, media_type="application/json")
 
     async def get_tool(self, request: Request) -> Response:
@@ -134,6 +148,29 @@ class RestApi:
         """Run one call (``rest_fast.RestCalls.answer``, which the fast path below Starlette answers too)."""
         answer = await self.calls.answer(request.scope, request.receive, request.path_params["tool_id"])
         return Response(answer.body, answer.status, answer.headers, media_type="application/json")
+
+
+class Recent(OrderedDict):
+    """The last ``FILTERED_KEPT`` filtered listings of one catalog: a caller repeating a filter gets bytes made
+    once, and callers varying filters without end cannot grow it."""
+
+    def keep(self, key: Any, made: tuple[bytes, bool]) -> tuple[bytes, bool]:
+        self[key] = made
+        if len(self) > FILTERED_KEPT:
+            self.popitem(last=False)
+        return made
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        made = super().get(key, default)
+        if made is not None:
+            self.move_to_end(key)
+        return made
+
+
+async def _off_loop(make: Callable[[], Any]) -> Any:
+    """``make()`` in a worker thread: a listing of 10,000 tools is tens of milliseconds of JSON (and gzip) that
+    must not stop the event loop's other requests meanwhile."""
+    return await anyio.to_thread.run_sync(make)
 
 
 def _listed(values: list[str]) -> list[str]:

@@ -290,3 +290,18 @@ def test_origins_other_than_the_allowed_ones_are_refused(start_server, examples_
         assert http.get("/tools", headers={"Origin": "https://app.example.com:8443"}).status_code == 403
         rebound = http.get("/tools", headers={"Host": "evil.example:8000"})
         assert rebound.status_code == 421 and "loopback" in rebound.json()["error"]
+
+
+def test_filtered_listings_are_kept_a_bounded_number_at_a_time(server):
+    """A filtered listing asked again is the same bytes, made once; a caller asking for ever new filters keeps at
+    most FILTERED_KEPT of them per catalog, while the listings stay right."""
+    from gateway.server.rest import FILTERED_KEPT
+
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        first = http.get("/tools?toolset=math").content
+        for index in range(FILTERED_KEPT + 36):
+            assert http.get(f"/tools?tag=no-such-tag-{index}").json() == {"tools": []}
+        assert http.get("/tools?toolset=math").content == first
+        assert {t["id"] for t in json.loads(first)["tools"]} == {"sum", "square_root"}
+    kept = server.gateway.catalog.memo("rest:filtered", dict)
+    assert 0 < len(kept) <= FILTERED_KEPT
