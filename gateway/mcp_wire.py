@@ -69,6 +69,7 @@ class Wire:
         self.http = http
         self.idle: list[_Connection] = []
         self.slots = asyncio.Semaphore(MAX_OPEN)
+        self.closed = False  # its session ended: a call still in flight closes its connection when done
         self.request = httpx2.Request("POST", url)  # what the answers say they answer (httpx2 reads it)
 
     async def post(self, body: bytes, headers: dict[str, str]) -> httpx2.Response:
@@ -90,7 +91,8 @@ class Wire:
         except BaseException:
             connection.close()
             raise
-        return httpx2.Response(event.status_code, headers=[(k.decode(), v.decode()) for k, v in event.headers],
+        # Bytes as received: httpx2 reads them as Latin-1 (a value may hold any byte HTTP allows), as for its own.
+        return httpx2.Response(event.status_code, headers=list(event.headers),
                                stream=_Body(self, connection), request=self.request)
 
     async def _connection(self) -> _Connection:
@@ -131,7 +133,7 @@ class Wire:
     def release(self, connection: _Connection, whole: bool) -> None:
         """Keep ``connection`` for the next call only when its exchange ended cleanly and the upstream sent
         nothing past its answer (pipelined bytes would be the next call's answer: response smuggling)."""
-        if whole and len(self.idle) < MAX_IDLE and connection.h11.our_state is h11.DONE \
+        if whole and not self.closed and len(self.idle) < MAX_IDLE and connection.h11.our_state is h11.DONE \
                 and connection.h11.their_state is h11.DONE and not connection.h11.trailing_data[0]:
             connection.h11.start_next_cycle()
             self.idle.append(connection)
@@ -139,6 +141,7 @@ class Wire:
             connection.close()
 
     def aclose(self) -> None:
+        self.closed = True
         for connection in self.idle:
             connection.close()
         self.idle.clear()

@@ -16,7 +16,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from gateway import mcp_wire
-from gateway.mcp_fastcall import FastCall
+from gateway.mcp_fastcall import FastCall, Handover
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -353,5 +353,95 @@ def test_an_http_1_0_answer_ended_by_closing_is_read_and_its_connection_not_kept
         async with serving(handler) as url, fast_call(url) as fast:
             assert (await fast.call("t", {}))["answer"] == "old"
             assert (await fast.call("t", {}))["answer"] == "old"
+
+    run(scenario())
+
+
+def test_a_redirect_to_another_host_is_not_followed_and_its_secret_header_not_sent_there():
+    """An upstream answering a call with a redirect to another server: the fast path sends nothing there (the
+    call is handed to the SDK, whose origin rules apply), so the configured secret header never leaves."""
+
+    async def scenario() -> None:
+        elsewhere: list[bytes] = []
+
+        async def other(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            elsewhere.append(await reader.read(65536))
+            writer.close()
+
+        async with serving(other) as other_url:
+
+            async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                while await read_request(reader) is not None:
+                    writer.write(b"HTTP/1.1 307 Temporary Redirect\r\nlocation: %s\r\ncontent-length: 0\r\n\r\n"
+                                 % other_url.encode())
+                    await writer.drain()
+                writer.close()
+
+            async with serving(handler) as url, \
+                    httpx2.AsyncClient(headers={"authorization": "Bearer s3cret"}, timeout=10) as http:
+                fast = FastCall(http, url, Session())
+                with pytest.raises(Handover):
+                    await fast.call("t", {})
+                fast.close()
+                await asyncio.sleep(0.2)  # anything sent elsewhere has arrived
+        assert elsewhere == []
+
+    run(scenario())
+
+
+def test_a_call_that_ends_after_its_session_closed_does_not_keep_its_connection():
+    """A call still in flight when its session is closed (the upstream dropped it, a reconnect): when its answer
+    arrives the connection is closed, not kept in a pool nobody will use or close again (an open socket)."""
+
+    async def scenario() -> None:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while (request := await read_request(reader)) is not None:
+                await asyncio.sleep(0.3)
+                writer.write(json_answer(request["id"], {"answer": "real"}))
+                await writer.drain()
+            writer.close()
+
+        async with serving(handler) as url, fast_call(url) as fast:
+            call = asyncio.ensure_future(fast.call("t", {}))
+            await asyncio.sleep(0.1)  # the request is on its way
+            fast.close()
+            assert (await call)["answer"] == "real"
+            assert not fast.wire.idle
+
+    run(scenario())
+
+
+def test_a_header_value_that_is_not_utf_8_does_not_spoil_the_answer():
+    """An answer with a header byte outside UTF-8 (obs-text, allowed by HTTP and read as Latin-1 by httpx on the
+    SDK's path) is read as the answer it is, not an unexpected exception."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while (request := await read_request(reader)) is not None:
+            answer = json_answer(request["id"], {"answer": "real"})
+            writer.write(answer.replace(b"\r\n\r\n", b"\r\nx-odd: \xff\xfe\r\n\r\n", 1))
+            await writer.drain()
+        writer.close()
+
+    async def scenario() -> None:
+        async with serving(handler) as url, fast_call(url) as fast:
+            assert (await fast.call("t", {}))["answer"] == "real"
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("answer_id", [None, "other", 1])
+def test_a_json_answer_to_another_request_is_an_mcp_error(answer_id):
+    """A JSON answer whose id is missing or is not the request's: an MCPError, never taken as the result."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await read_request(reader) is not None:
+            writer.write(json_answer(answer_id, {"answer": "forged"}))
+            await writer.drain()
+        writer.close()
+
+    async def scenario() -> None:
+        async with serving(handler) as url, fast_call(url) as fast:
+            with pytest.raises(MCPError):
+                await fast.call("t", {})
 
     run(scenario())
