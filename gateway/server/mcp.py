@@ -75,10 +75,6 @@ BODY_KEY = "gateway.mcp.body"  # where a POST's body waits for the SDK, once rea
 X_MCP_HEADER_KEY = "x-mcp-header"  # the SDK's schema annotation for Mcp-Param-* headers (mcp.shared.inbound)
 
 
-def _version() -> str:
-    return release() or "0"
-
-
 class McpSurface:
     """The MCP server for one gateway: an ASGI app (the ``/mcp`` endpoint), with ``run()`` its lifetime."""
 
@@ -89,12 +85,17 @@ class McpSurface:
         # the SDK's per-request work is left that the fast path would skip. With a provider, every request takes
         # the SDK (and its span).
         self.traced = not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
-        self.version = _version()
         self.fast = FastPath(self)
         self.sdk: SdkServer | None = None  # once imported and running (``run``)
         self._types_ready: asyncio.Future[Types] | None = None
         self._sdk_ready: asyncio.Future[SdkServer] | None = None
         gateway.on_change(self.catalog_changed)
+
+    @property
+    def version(self) -> str:
+        """The gateway's release, named to MCP clients: read when the SDK side starts (in its thread), not at
+        start-up (looking it up searches sys.path: ~14 ms of a warm restart)."""
+        return release() or "0"
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:

@@ -23,7 +23,7 @@ from ..loop.request import ROLES
 from ..runtime import Gateway
 from ..settings import Settings
 from .errors import dumps
-from .mcp import _version
+from .release import release
 
 JSON = "application/json"
 
@@ -227,7 +227,7 @@ def document(settings: Settings) -> dict[str, Any]:
     """The OpenAPI 3.1 document for a server with these settings."""
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
-        "info": {"title": "Tool gateway", "version": _version(),
+        "info": {"title": "Tool gateway", "version": release() or "0",
                  "description": "REST, admin and chat routes of the tool gateway. MCP is served at /mcp."},
         "paths": _paths(settings),
         "components": {"schemas": _schemas()},
