@@ -56,6 +56,13 @@ log = logging.getLogger("gateway.mcp_pool")
 
 ENABLED = os.environ.get("TOOL_GATEWAY_MCP_UPSTREAM_FAST", "1") != "0"
 MAX_SSE_EVENT_BYTES = 1024 * 1024  # the SDK transport's own bound on one event (DEFAULT_MAX_SSE_EVENT_SIZE)
+# A JSON answer is read at most this far (the SDK reads it whole, for as long as the upstream sends): 16 times an SSE
+# event's bound, and far past what max_result_chars lets a tool's result keep.
+MAX_JSON_BYTES = 16 * MAX_SSE_EVENT_BYTES
+MAX_ERROR_BYTES = 65_536  # an error answer is read for its JSON-RPC error only
+# A reply or notification whose answer the upstream holds back must not keep a pooled connection for the session's
+# read timeout (300 s): a hundred of them would fill the pool the session's own requests need.
+COURTESY_TIMEOUT = httpx2.Timeout(10.0)
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 # Ids of our own, far from the SDK session's counter (it starts at 0): a server keys in-flight requests by id.
 _ids = itertools.count(1 << 40)
@@ -146,8 +153,9 @@ class FastCall:
         if status >= 400:
             if content_type.startswith("application/json"):
                 try:
-                    parsed = jsonrpc_message_adapter.validate_json(await response.aread(), by_name=False)
-                except ValidationError:
+                    parsed = jsonrpc_message_adapter.validate_json(await _read(response, MAX_ERROR_BYTES),
+                                                                   by_name=False)
+                except (ValidationError, MCPError):  # not a JSON-RPC error, or longer than one
                     parsed = None
                 if isinstance(parsed, JSONRPCError):
                     raise MCPError.from_error_data(parsed.error)
@@ -158,7 +166,7 @@ class FastCall:
             raise MCPError(code=INTERNAL_ERROR, message="Server returned an error response")
         if content_type.startswith("application/json"):
             try:
-                message = jsonrpc_message_adapter.validate_json(await response.aread(), by_name=False)
+                message = jsonrpc_message_adapter.validate_json(await _read(response, MAX_JSON_BYTES), by_name=False)
             except ValidationError as exc:
                 raise MCPError(code=PARSE_ERROR, message=f"Failed to parse JSON response: {exc}") from None
             return _result(message, request_id)
@@ -214,10 +222,21 @@ class FastCall:
         Its answer's body is not read (the SDK reads none either): an upstream could make it endless."""
         try:
             async with self.http.stream("POST", self.url, content=json.dumps(message).encode(),
-                                        headers=self._headers()):
+                                        headers=self._headers(), timeout=COURTESY_TIMEOUT):
                 pass
         except Exception as exc:  # noqa: BLE001 — best effort, like the SDK's courtesy writes
             log.debug("posting %s to %s failed: %r", message.get("method", "a reply"), self.url, exc)
+
+
+async def _read(response: httpx2.Response, limit: int) -> bytes:
+    """The answer's body, decoded; ``MCPError`` as soon as it passes ``limit`` bytes (nothing more is read)."""
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise MCPError(code=INTERNAL_ERROR, message=f"Its answer is larger than {limit} bytes; not read further")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _result(message: Any, request_id: int, matched: bool = False) -> dict[str, Any]:

@@ -445,3 +445,41 @@ def test_a_json_answer_to_another_request_is_an_mcp_error(answer_id):
                 await fast.call("t", {})
 
     run(scenario())
+
+
+@pytest.mark.parametrize("status", [200, 500])
+def test_a_json_answer_past_the_bound_is_an_mcp_error_read_no_further(status):
+    """A JSON answer (or an error answer) that goes on past what a tool's result could use: an MCPError once the
+    bound is passed, and the gateway stops reading there (it buffered all of it, as long as the upstream sent)."""
+    from gateway.mcp_fastcall import MAX_ERROR_BYTES, MAX_JSON_BYTES
+
+    bound = MAX_JSON_BYTES if status == 200 else MAX_ERROR_BYTES
+
+    async def scenario() -> None:
+        sent = 0
+        stopped = asyncio.Event()
+
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            nonlocal sent
+            if await read_request(reader) is None:
+                return
+            writer.write(b"HTTP/1.1 %d X\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+                         % status + b"1\r\n[\r\n")
+            try:
+                while sent < 4 * MAX_JSON_BYTES:
+                    writer.write(b"10000\r\n" + b" " * 65536 + b"\r\n")
+                    sent += 65536
+                    await writer.drain()
+            except ConnectionError:
+                pass
+            stopped.set()
+
+        async with serving(handler) as url, fast_call(url) as fast:
+            with pytest.raises(MCPError) as raised:
+                await fast.call("t", {})
+            if status == 200:
+                assert f"larger than {bound} bytes" in raised.value.error.message
+            await asyncio.wait_for(stopped.wait(), 20)
+        assert sent < 4 * MAX_JSON_BYTES
+
+    run(scenario())
