@@ -36,8 +36,12 @@ def shape_problem(value: Any, limit: int) -> str | None:
     """What makes ``value`` no argument a JSON Schema can judge, else None: objects and arrays nested more than
     ``limit`` levels, or a number JSON cannot hold (``1e999`` and ``NaN`` parse as inf and nan in Python, and a
     schema's ``type: number`` accepts them). One walk, level by level, without recursion."""
-    if value.__class__ is dict and all(item.__class__ in _FLAT for item in value.values()):
-        return None  # the common case, one level of strings, integers, booleans and nulls: nothing to walk
+    if value.__class__ is dict:  # the common case, one level of strings, numbers, booleans and nulls: no walk
+        for item in value.values():
+            if item.__class__ not in _FLAT and (item.__class__ is not float or not math.isfinite(item)):
+                break
+        else:
+            return None
     level = [value]
     depth = 0
     while level:
