@@ -213,7 +213,7 @@ class ParsedFiles:
                 raise ValueError("its checksum does not match")
             entries = marshal.loads(payload)
             if not isinstance(entries, dict):
-                raise ValueError("not a mapping")
+                raise TypeError("not a mapping")
         except (EOFError, ValueError, TypeError) as exc:
             log.warning("build cache %s is corrupted (%s): parsing every definitions file again", path, exc)
             self._dirty = True  # rewritten after this load

@@ -123,8 +123,10 @@ class Catalog:
     # Its tools file by file, when it was built so (gateway.filebuilds): comparing catalogs costs what changed.
     parts: tuple[FileBuild, ...] = ()
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
-    # Re-entrant: a memoised value may be built from other memoised values (a listing from per-tool entries).
-    _memo_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    # One lock per key, so that a value computed in a worker thread (a listing of 10,000 tools: tens of ms) never
+    # holds up the event loop asking for another; re-entrant: a value may be built from other memoised values.
+    _memo_locks: dict[Any, threading.RLock] = field(default_factory=dict, repr=False)
+    _memo_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # guards _memo_locks only
 
     def get(self, tool_id: str) -> Tool:
         tool = self.tools.get(tool_id)
@@ -150,10 +152,17 @@ class Catalog:
         try:
             return self._memo[key]
         except KeyError:
-            with self._memo_lock:
-                if key not in self._memo:
-                    self._memo[key] = compute()
-                return self._memo[key]
+            pass
+        with self._memo_lock:
+            lock = self._memo_locks.setdefault(key, threading.RLock())
+        with lock:
+            if key not in self._memo:
+                self._memo[key] = compute()
+            return self._memo[key]
+
+    def memoised(self, key: Any) -> Any:
+        """The value ``memo`` computed for ``key``, or None when none was yet (never computes)."""
+        return self._memo.get(key)
 
 
 def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | None = None,

@@ -86,6 +86,7 @@ class Metrics(Observer):
         self._call_series: dict[tuple[str, str, str], Any] = {}
         self._duration_series: dict[str, Any] = {}
         self._upstream_series: set[tuple[str, str]] = set()
+        self._removed: set[str] = set()  # tools reloads removed (and did not add again): they make no series
         self._served(gateway.catalog.version, len(gateway.catalog.tools))
 
     def _served(self, version: str, tools: int) -> None:
@@ -103,7 +104,10 @@ class Metrics(Observer):
             status = activity.attributes.get("status")
             answered = activity.outcome != "error" and isinstance(status, int)
             key = (activity.attributes.get("tool") or UNKNOWN, f"{status // 100}xx" if answered else "error")
-            self._upstream_series.add(key)
+            if key not in self._upstream_series:
+                if key[0] in self._removed:
+                    return
+                self._upstream_series.add(key)
             self.upstream.labels(*key).inc()
         elif activity.kind == "llm":
             self._llm_ended(activity.attributes, activity.outcome, activity.duration_s)
@@ -113,6 +117,8 @@ class Metrics(Observer):
         key = (call.tool, call.surface or UNKNOWN, call.outcome)
         series = self._call_series.get(key)
         if series is None:
+            if call.tool in self._removed:  # it ended after a reload removed its tool: no series comes back
+                return
             series = self._call_series[key] = self.calls.labels(*key)
         series.inc()
         duration = self._duration_series.get(call.tool)
@@ -122,9 +128,10 @@ class Metrics(Observer):
 
     def _forget(self, removed: set[str]) -> None:
         """Drop the series of tools a reload removed: label values stay bounded by the tools served now, not by
-        every tool ever served. (A call to one still running when it was removed counts once more when it ends.)"""
+        every tool ever served. A call to one still running when it was removed is not counted when it ends."""
         if not removed:
             return
+        self._removed |= removed
         for key in [k for k in self._call_series if k[0] in removed]:
             del self._call_series[key]
             self.calls.remove(*key)
@@ -152,6 +159,7 @@ class Metrics(Observer):
             self.reload_seconds.observe(float(data.get("duration_s") or 0.0))
             if "version" in data and "tools" in data:
                 self._served(str(data["version"]), int(data["tools"]))
+            self._removed.difference_update(data.get("added") or ())
             self._forget(set(data.get("removed") or ()))
         elif event.kind == "chat_turn":
             rounds = data.get("rounds")

@@ -74,7 +74,8 @@ class Caller:
 def authenticate(settings: Settings, headers: Mapping[str, str], client_host: str | None, *, required: bool = True) -> Caller:
     """The caller behind a request; raises ``Unauthorized`` when auth is on and no valid key was presented.
 
-    ``headers``: Starlette's ``Headers``, or the first value of each lowercase name (the REST fast path).
+    ``headers``: Starlette's ``Headers``, or the first value of each lowercase name (the fast paths: ``rest_fast``,
+    ``McpSurface._take``).
     ``required=False`` answers an anonymous caller (no key) instead of raising, for endpoints whose summary is
     public; a wrong key is refused either way.
     """

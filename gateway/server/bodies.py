@@ -38,7 +38,7 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 async def receive_body(scope: Scope, receive: Receive, declared: str, limit: int) -> bytes:
-    """``read_body`` for a caller that holds no ``Request`` (the REST fast path): ``declared`` is the request's
+    """``read_body`` for a caller that holds no ``Request`` (the fast paths: ``rest_fast``, ``McpSurface._take``): ``declared`` is the request's
     first ``Content-Length`` value, or "".
 
     Read from the ASGI messages directly: ``Request.stream`` is an async generator, whose set-up costs more than

@@ -127,10 +127,11 @@ class RestApi:
                 headers = zipped
         else:  # the common case: one body per catalog, format and key's toolsets, and its gzip beside it
             key = ("rest", fmt, caller.toolsets)
-            body = await _off_loop(lambda: catalog.memo(key, listing))
+            body = catalog.memoised(key) or await _off_loop(lambda: catalog.memo(key, listing))
             if gzip and len(body) >= MIN_BYTES:
                 plain = body
-                body = await _off_loop(lambda: catalog.memo((*key, "gzip"), lambda: gzipped(plain, ONCE_LEVEL)))
+                body = catalog.memoised((*key, "gzip")) or await _off_loop(
+                    lambda: catalog.memo((*key, "gzip"), lambda: gzipped(plain, ONCE_LEVEL)))
                 headers = zipped
         return Response(body, headers=headers, media_type="application/json")
 
@@ -152,7 +153,8 @@ class RestApi:
 
 class Recent(OrderedDict):
     """The last ``FILTERED_KEPT`` filtered listings of one catalog: a caller repeating a filter gets bytes made
-    once, and callers varying filters without end cannot grow it."""
+    once, and callers varying filters without end cannot grow it. Touched on the event loop only (two requests
+    for the same new filter at once may both make it; one is kept)."""
 
     def keep(self, key: Any, made: tuple[bytes, bool]) -> tuple[bytes, bool]:
         self[key] = made
@@ -160,8 +162,8 @@ class Recent(OrderedDict):
             self.popitem(last=False)
         return made
 
-    def get(self, key: Any, default: Any = None) -> Any:
-        made = super().get(key, default)
+    def get(self, key: Any) -> Any:  # type: ignore[override]  # no default: None is "not kept"
+        made = super().get(key)
         if made is not None:
             self.move_to_end(key)
         return made
