@@ -20,13 +20,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import Any
-
-from jsonschema import ValidationError
-from jsonschema.exceptions import best_match
+from typing import TYPE_CHECKING, Any
 
 from .pointers import follow
 from .schemas import json_type
+
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
 
 MAX_ARGUMENT_DEPTH = 64
 """How deeply objects and arrays may nest in a call's arguments; the arguments object itself is level 1."""
@@ -94,6 +94,8 @@ def describe_error(error: ValidationError) -> str:
     if validator == "const":
         return f"at {path}: expected {excerpt(expected)}, got {got(error.instance)}"
     if error.context:  # a union we could not read: its most relevant branch says more than "not valid under any"
+        from jsonschema.exceptions import best_match  # an error's wording only: jsonschema is loaded by then
+
         best = best_match([error])
         if best is not error:
             return describe_error(best)

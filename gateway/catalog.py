@@ -14,9 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
-
-from jsonschema import Draft202012Validator
+from typing import TYPE_CHECKING, Any
 
 from .bindings import BindingProblems, BuildEnv, Executor, builder
 from .buildcache import BuildCache
@@ -38,6 +36,9 @@ from .state import SharedState
 from .state.memory import MemoryState
 from .tool_definition import Scope, ToolDefinition
 from .yamlbudget import YamlLimits
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 NO_ARGUMENTS: Mapping[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 # How long a build waits for its `sources:` upstreams (at most half its own budget): a down one is served stale.

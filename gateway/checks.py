@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from jsonschema import ValidationError
-
 from .binding_kinds import SERVER_BINDINGS
 from .errors import Problem
 from .offer_rules import compile_pattern
 from .schemas import definitions_check, definitions_validator, json_type, metaschema_errors, remote_refs
 
 if TYPE_CHECKING:
+    from jsonschema import ValidationError
+
     from .tool_definition import ToolDefinition
     from .yamlsource import YamlDocument
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from jsonschema.exceptions import relevance
-
 from .argerrors import describe, describe_errors
 
 if TYPE_CHECKING:
@@ -66,6 +64,8 @@ def _expectation_problems(definition: ToolDefinition, where: list[str | int], na
     if "result" in expect and outputs is not None:
         errors = list(outputs.iter_errors(expect["result"]))
         if errors:
+            from jsonschema.exceptions import relevance  # errors were found: jsonschema is loaded
+
             detail = describe(max(errors, key=relevance), outputs.schema)[0]
             problems.append(definition.problem([*where, "result"], f"{name}: the expected result does not match "
                                                f"the output schema, so no call can return it: {detail}"))

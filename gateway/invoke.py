@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from jsonschema.exceptions import relevance
-
 from .argerrors import MAX_ARGUMENT_DEPTH, describe, describe_errors, shape_problem
 from .catalog import Catalog, Tool
 from .context import CallContext
@@ -324,6 +322,8 @@ def normalise(tool: Tool, value: Any, side: str, max_chars: int) -> ToolResult:
     if tool.output_validator is not None:
         errors = list(tool.output_validator.iter_errors(value))
         if errors:
+            from jsonschema.exceptions import relevance  # errors were found: jsonschema is loaded
+
             detail = describe(max(errors, key=relevance), tool.output_validator.schema)[0]
             raise ToolError(f"Tool '{tool.id}' returned a result that does not match its output schema: {detail}")
         structured = True

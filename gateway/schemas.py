@@ -11,16 +11,17 @@ import json
 from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-from jsonschema import Draft202012Validator, ValidationError
-from jsonschema.exceptions import best_match
-from jsonschema.validators import validator_for
-from referencing import Registry, Resource
-from referencing.exceptions import NoSuchResource
+from typing import TYPE_CHECKING, Any
 
 from .fastcheck import lazy_check
 from .fastschema import Check, compile_schema
+
+# jsonschema (with referencing, ~0.1 s to import) is imported where it is used: a catalog whose schemas are plain
+# and whose calls are valid never needs it (gateway.fastschema and gateway.fastcheck decide those), so `serve`
+# reaches /healthz without it (tests/test_lazy_imports.py).
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator, ValidationError
+    from referencing import Resource
 
 JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 _PACKAGED = Path(__file__).parent / "_schemas"
@@ -43,6 +44,9 @@ def json_type(value: Any) -> str:
 
 def _retrieve(uri: str) -> Resource:
     # Only files inside the schemas directory can be referenced: no network, no arbitrary paths.
+    from referencing import Resource
+    from referencing.exceptions import NoSuchResource
+
     if not uri.startswith("file://"):
         raise NoSuchResource(ref=uri)
     path = Path(uri.removeprefix("file://")).resolve()
@@ -54,6 +58,9 @@ def _retrieve(uri: str) -> Resource:
 @cache
 def definitions_validator() -> Draft202012Validator:
     """Validator of one definitions file, with the per-binding schema parts resolved."""
+    from jsonschema import Draft202012Validator
+    from referencing import Registry, Resource
+
     schema = json.loads(DEFINITIONS_SCHEMA.read_text(encoding="utf-8"))
     base = DEFINITIONS_SCHEMA.resolve().as_uri()
     registry: Registry = Registry(retrieve=_retrieve).with_resource(base, Resource.from_contents(schema))
@@ -70,6 +77,10 @@ def metaschema_errors(schema: Any) -> list[tuple[list[str | int], str]]:
     """Every way ``schema`` is not a valid JSON Schema, as (path inside the schema, message)."""
     if plainly_valid(schema):
         return []
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import best_match
+    from jsonschema.validators import validator_for
+
     cls = validator_for(schema, default=Draft202012Validator) if isinstance(schema, dict) else Draft202012Validator
     meta = cls(cls.META_SCHEMA)
     found = []
@@ -116,6 +127,10 @@ class LazyValidator:
     def __getattr__(self, name: str) -> Any:  # only for names not in __slots__: the validator's own
         validator = self._validator
         if validator is None:  # two threads may both make one: the same validator, harmless
+            from jsonschema import Draft202012Validator
+            from jsonschema.validators import validator_for
+            from referencing import Registry
+
             schema = dict(self._schema)  # jsonschema wants a dict, not a read-only view
             cls = validator_for(schema, default=Draft202012Validator)
             validator = self._validator = cls(schema, format_checker=cls.FORMAT_CHECKER, registry=Registry())

@@ -103,7 +103,8 @@ def test_a_definitions_directory_without_mcp_builds_without_the_sdk_client():
 def test_a_python_only_catalog_without_chat_builds_without_templates_or_the_loop(write_definitions):
     """A catalog of Python tools, no provider configured: the app is built without Jinja2 (the landing page makes
     its environment on the first browser visit), without the chat loop (built by the first chat request) and
-    without httpx (the pooled client of http bindings is made by the first that asks)."""
+    without httpx (the pooled client of http bindings is made by the first that asks), and without jsonschema
+    (plain schemas are checked by gateway.fastschema; jsonschema words errors and judges the rest)."""
     root = write_definitions({"python/calc.py": "def add(a: int, b: int) -> int:\n    return a + b\n",
                               "calc.yaml": """
         tools:
@@ -122,7 +123,8 @@ def test_a_python_only_catalog_without_chat_builds_without_templates_or_the_loop
         print(json.dumps(sorted(sys.modules)))
     ''')
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    assert _loaded(json.loads(done.stdout), (*NOT_FOR_AN_APP, "jinja2", "gateway.loop.loop", "httpx")) == []
+    assert _loaded(json.loads(done.stdout), (*NOT_FOR_AN_APP, "jinja2", "gateway.loop.loop", "httpx", "jsonschema",
+                                              "referencing")) == []
 
 
 def test_an_mcp_source_imports_the_client_when_built(write_definitions):

@@ -36,8 +36,6 @@ from dataclasses import dataclass, replace
 from importlib import import_module
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from .. import checks, daemon
 from ..errors import Problem
 from ..tool_definition import Scope, SourceDeclaration, ToolDefinition
@@ -308,6 +306,8 @@ def _hidden(source: SourceDeclaration, upstream: UpstreamTool,
                 continue
         else:
             schema = properties[parameter]
+            from jsonschema import Draft202012Validator  # a fixed hidden value: rare, and only at build
+
             try:
                 error = next(Draft202012Validator(dict(schema) if isinstance(schema, Mapping) else schema)
                              .iter_errors(value), None)
