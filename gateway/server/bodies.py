@@ -1,4 +1,5 @@
-"""Request bodies, as every HTTP surface reads them: bounded in size, then parsed as JSON into a 400 when bad.
+"""Request bodies, as every HTTP surface reads them: bounded in size, then parsed as JSON into a 400 when bad;
+and, for the fast paths that read a request from its ASGI scope, its headers (``first_headers``).
 
 What ``parse_json`` refuses, beyond what is not JSON at all:
 
@@ -108,3 +109,14 @@ def parse_json(body: bytes) -> Any:
             raise BadRequest(f"Request body is not JSON this server accepts: the string at {json_path(where)} holds a "
                              "lone surrogate escape (\\ud800-\\udfff without its pair), which is not text.")
     return value
+
+
+def first_headers(scope: Scope) -> dict[str, str]:
+    """A request's headers by (lowercase) name, the first of each name: what Starlette's ``Headers.get`` gives,
+    which the routes and the SDK read (one dict instead of a scan of every header per lookup)."""
+    headers: dict[str, str] = {}
+    for name, value in scope["headers"]:
+        key = name.decode("latin-1")
+        if key not in headers:
+            headers[key] = value.decode("latin-1")
+    return headers

@@ -48,7 +48,7 @@ from ..formats import render_tools
 from ..invoke import ToolResult, invoke
 from ..runtime import Gateway
 from .auth import SCOPE_KEY, Caller, authenticate, unknown_tool
-from .bodies import parse_json, receive_body
+from .bodies import first_headers, parse_json, receive_body
 from .errors import dumps, gateway_error, refused
 from .mcp_fast import FastPath
 from .mcp_messages import (
@@ -57,7 +57,6 @@ from .mcp_messages import (
     PARSE_ERROR,
     ProtocolError,
     Types,
-    first_headers,
     import_types,
 )
 from .release import release

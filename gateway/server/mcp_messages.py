@@ -2,7 +2,7 @@
 
 - which requests are plain enough for it: ``request_of`` (one JSON-RPC request of a fast method, nothing else in
   the envelope), ``plain_post`` (the Content-Type and Accept the SDK's checks take), ``duplicated`` routing
-  headers, a request's ``first_headers``;
+  headers;
 - the SDK's own validators (``Types``, imported in a thread at start) and the params model its handler gets
   (``validated``);
 - the answer: a call result shaped as the SDK's result schema shapes it (``call_shaped``), request ids as its
@@ -116,17 +116,6 @@ def plain_post(headers: Mapping[str, str]) -> bool:
         return False
     accepted = {part.strip().split(";")[0].strip().lower() for part in headers.get("accept", "").split(",")}
     return bool(accepted & {"*/*", JSON, "application/*"})
-
-
-def first_headers(scope: Scope) -> dict[str, str]:
-    """A request's headers by (lowercase) name, the first of each name: what Starlette's ``Headers.get`` gives,
-    which the SDK reads (one dict instead of a scan of every header per lookup)."""
-    headers: dict[str, str] = {}
-    for name, value in scope["headers"]:
-        key = name.decode("latin-1")
-        if key not in headers:
-            headers[key] = value.decode("latin-1")
-    return headers
 
 
 def duplicated(scope: Scope, names: tuple[bytes, ...]) -> bool:

@@ -17,7 +17,7 @@ switch (``TOOL_GATEWAY_REST_FAST=0`` for a server process; tests compare both pa
 from __future__ import annotations
 
 import os
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from starlette.requests import Request
 from starlette.routing import compile_path
@@ -29,7 +29,7 @@ from ..invoke import invoke
 from ..rate_limits import retry_after_seconds
 from ..runtime import Gateway
 from .auth import authenticate
-from .bodies import parse_json, receive_body
+from .bodies import first_headers, parse_json, receive_body
 from .errors import dumps, on_gateway_error
 from .sending import VARY_ORIGIN, adding
 
@@ -39,10 +39,6 @@ CALL_PATH = "/tools/{tool_id}/call"
 _PATTERN, _, _CONVERTORS = compile_path(CALL_PATH)
 _TOOL_ID = _CONVERTORS["tool_id"]
 JSON_TYPE = (b"content-type", b"application/json")
-# The request headers a call reads, by their raw (lowercase) names: the first of each, as ``Headers.get`` reads.
-READ_HEADERS = {b"authorization": "authorization", b"content-length": "content-length",
-                b"x-conversation-id": "conversation_id", b"x-user": "user", b"x-gateway-session": "session",
-                b"traceparent": "traceparent"}
 
 
 class CallAnswer(NamedTuple):
@@ -61,17 +57,17 @@ class RestCalls:
     async def answer(self, scope: Scope, receive: Receive, tool_id: str) -> CallAnswer:
         """Run one call: 200 with the result (``is_error`` for argument and tool failures), 429 with
         ``Retry-After`` and the result when a rate limit refused it; a refusal raises its ``GatewayError``."""
-        sent = read_headers(scope["headers"])
+        sent = first_headers(scope)
         client = scope.get("client")
         caller = authenticate(self.settings, sent, client[0] if client else None)
         catalog = self.gateway.catalog
         tool = caller.tool(catalog, tool_id)
         body = await receive_body(scope, receive, sent.get("content-length", ""), self.settings.max_body_bytes)
         arguments = parse_json(body) if body.strip() else None  # empty means no arguments
-        session = sent.get("session")
+        session = sent.get("x-gateway-session")
         context = CallContext(
-            conversation_id=sent.get("conversation_id"),
-            user=caller.user(sent.get("user")),
+            conversation_id=sent.get("x-conversation-id"),
+            user=caller.user(sent.get("x-user")),
             session=session,
             side="client" if session else "server",  # a named page runs scope-all tools
             surface="rest",
@@ -105,12 +101,3 @@ class RestCalls:
         await send({"type": "http.response.body", "body": answer.body})
         return True
 
-
-def read_headers(raw: list[tuple[bytes, bytes]]) -> dict[str, Any]:
-    """The headers a call reads, in one pass over the raw ones: a lookup per name would walk them all."""
-    sent: dict[str, str] = {}
-    for name, value in raw:
-        field = READ_HEADERS.get(name)
-        if field is not None and field not in sent:
-            sent[field] = value.decode("latin-1")
-    return sent
