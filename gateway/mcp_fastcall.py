@@ -63,7 +63,10 @@ MAX_ERROR_BYTES = 65_536  # an error answer is read for its JSON-RPC error only
 # A reply or notification whose answer the upstream holds back must not keep a pooled connection for the session's
 # read timeout (300 s): a hundred of them would fill the pool the session's own requests need.
 COURTESY_TIMEOUT = httpx2.Timeout(10.0)
-ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+# No content-coding: an answer is read as it arrives, so a compressed one could inflate (gzip on gzip: 47 KB to
+# 16 GiB) in pieces that never give the event loop a turn; one that comes compressed anyway is refused.
+ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json",
+          "accept-encoding": "identity"}
 # Ids of our own, far from the SDK session's counter (it starts at 0): a server keys in-flight requests by id.
 _ids = itertools.count(1 << 40)
 
@@ -94,6 +97,7 @@ class FastCall:
     def __init__(self, http: httpx2.AsyncClient, url: str, session: Session):
         self.http = http
         self.url = url
+        self.shown = url.partition("?")[0]  # for log lines: a query may carry a key
         self.session = session
         self.wire = Wire(http, url) if usable(url) else None  # else httpx2 (TLS, a proxy)
         self._background: set[asyncio.Task[None]] = set()
@@ -126,7 +130,7 @@ class FastCall:
             raise MCPError(code=PARSE_ERROR, message=f"Failed to decode its answer: {exc}") from None
         except (httpx2.TransportError, httpx2.StreamError) as exc:
             # The SDK's transport task dies on these and its session with it: the caller opens a new one.
-            log.debug("fast tools/call to %s failed: %r", self.url, exc)
+            log.debug("fast tools/call to %s failed: %r", self.shown, exc)
             raise MCPError(code=CONNECTION_CLOSED, message="Connection closed") from None
 
     def close(self) -> None:
@@ -149,6 +153,10 @@ class FastCall:
             raise Handover
         if status == 202:
             raise MCPError(code=INVALID_REQUEST, message="server answered a request with 202 Accepted")
+        coding = response.headers.get("content-encoding", "").strip().lower()
+        if coding not in ("", "identity"):
+            raise MCPError(code=PARSE_ERROR, message=f"Its answer is compressed ({coding[:40]!r}), which the gateway "
+                                                     "asked it not to be; not read")
         content_type = response.headers.get("content-type", "").lower()
         if status >= 400:
             if content_type.startswith("application/json"):
@@ -225,7 +233,7 @@ class FastCall:
                                         headers=self._headers(), timeout=COURTESY_TIMEOUT):
                 pass
         except Exception as exc:  # noqa: BLE001 — best effort, like the SDK's courtesy writes
-            log.debug("posting %s to %s failed: %r", message.get("method", "a reply"), self.url, exc)
+            log.debug("posting %s to %s failed: %r", message.get("method", "a reply"), self.shown, exc)
 
 
 async def _read(response: httpx2.Response, limit: int) -> bytes:

@@ -71,12 +71,13 @@ class Wire:
         self.slots = asyncio.Semaphore(MAX_OPEN)
         self.closed = False  # its session ended: a call still in flight closes its connection when done
         self.request = httpx2.Request("POST", url)  # what the answers say they answer (httpx2 reads it)
+        # The session's client headers (the upstream's configured ones): fixed for the client's life.
+        self.headers = {k.lower(): v for k, v in http.headers.items() if k.lower() not in SKIPPED}
 
     async def post(self, body: bytes, headers: dict[str, str]) -> httpx2.Response:
         """The answer's status and headers; its body is read from the returned response (stream it, or
         ``aread``), and ``aclose`` gives the connection back (or drops it when the body was not read whole)."""
-        merged = {k.lower(): v for k, v in self.http.headers.items() if k.lower() not in SKIPPED}
-        merged.update(headers)
+        merged = {**self.headers, **headers}
         connection = await self._connection()
         try:
             out = connection.h11.send(h11.Request(method="POST", target=self.target, headers=[

@@ -41,6 +41,7 @@ class Metrics(Observer):
     """The metrics of one gateway, kept in ``registry``."""
 
     def __init__(self, gateway: Gateway):
+        self.gateway = gateway  # its catalog says which tools may have series
         self.registry = registry = CollectorRegistry()
 
         def counter(name: str, help_: str, labels: tuple[str, ...] = ()) -> Counter:
@@ -86,7 +87,6 @@ class Metrics(Observer):
         self._call_series: dict[tuple[str, str, str], Any] = {}
         self._duration_series: dict[str, Any] = {}
         self._upstream_series: set[tuple[str, str]] = set()
-        self._removed: set[str] = set()  # tools reloads removed (and did not add again): they make no series
         self._served(gateway.catalog.version, len(gateway.catalog.tools))
 
     def _served(self, version: str, tools: int) -> None:
@@ -105,7 +105,7 @@ class Metrics(Observer):
             answered = activity.outcome != "error" and isinstance(status, int)
             key = (activity.attributes.get("tool") or UNKNOWN, f"{status // 100}xx" if answered else "error")
             if key not in self._upstream_series:
-                if key[0] in self._removed:
+                if key[0] != UNKNOWN and key[0] not in self.gateway.catalog.tools:  # removed meanwhile
                     return
                 self._upstream_series.add(key)
             self.upstream.labels(*key).inc()
@@ -117,7 +117,7 @@ class Metrics(Observer):
         key = (call.tool, call.surface or UNKNOWN, call.outcome)
         series = self._call_series.get(key)
         if series is None:
-            if call.tool in self._removed:  # it ended after a reload removed its tool: no series comes back
+            if call.tool not in self.gateway.catalog.tools:  # it ended after a reload removed its tool: no series
                 return
             series = self._call_series[key] = self.calls.labels(*key)
         series.inc()
@@ -131,7 +131,6 @@ class Metrics(Observer):
         every tool ever served. A call to one still running when it was removed is not counted when it ends."""
         if not removed:
             return
-        self._removed |= removed
         for key in [k for k in self._call_series if k[0] in removed]:
             del self._call_series[key]
             self.calls.remove(*key)
@@ -159,7 +158,6 @@ class Metrics(Observer):
             self.reload_seconds.observe(float(data.get("duration_s") or 0.0))
             if "version" in data and "tools" in data:
                 self._served(str(data["version"]), int(data["tools"]))
-            self._removed.difference_update(data.get("added") or ())
             self._forget(set(data.get("removed") or ()))
         elif event.kind == "chat_turn":
             rounds = data.get("rounds")

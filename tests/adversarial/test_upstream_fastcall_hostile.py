@@ -483,3 +483,36 @@ def test_a_json_answer_past_the_bound_is_an_mcp_error_read_no_further(status):
         assert sent < 4 * MAX_JSON_BYTES
 
     run(scenario())
+
+
+@pytest.mark.parametrize("content_type", [b"application/json", b"text/event-stream"])
+def test_a_compressed_answer_is_refused_unread_not_inflated_on_the_event_loop(content_type):
+    """An answer compressed although the call asked for none (gzip on gzip: a few KB inflating to a GiB of event
+    stream comments, inflated piece by piece without giving the loop a turn): an MCPError before any of it is
+    inflated, and the call asked for no content-coding."""
+    import gzip
+
+    comments = b": x\n" * (1 << 20)  # 4 MiB of comments; gzip twice
+    bomb = gzip.compress(gzip.compress(comments))
+    asked: list[str] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        asked.extend(line.split(b":", 1)[1].strip().decode() for line in head.split(b"\r\n")
+                     if line.lower().startswith(b"accept-encoding:"))
+        length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length:"))
+        await reader.readexactly(length)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: %s\r\ncontent-encoding: gzip, gzip\r\n"
+                     b"content-length: %d\r\n\r\n%s" % (content_type, len(bomb), bomb))
+        await writer.drain()
+        writer.close()
+
+    async def scenario() -> None:
+        async with serving(handler) as url, fast_call(url) as fast:
+            with pytest.raises(MCPError) as raised:
+                await fast.call("t", {})
+            assert "compressed" in raised.value.error.message
+
+    run(scenario())
+    assert asked == ["identity"]
