@@ -23,8 +23,9 @@ that cannot be written (read-only) only means no cache.
 
 Where: ``<state dir>/build/<key>/`` (``gateway.sources.cache.state_dir``: ``$TOOL_GATEWAY_STATE_DIR``, else
 ``$XDG_CACHE_HOME/tool-gateway``, else ``~/.cache/tool-gateway``). Safe to delete at any time; directories of
-other keys are removed when a gateway opens its own. The state directory is the gateway's own: it must not be
-writable by other users (as a ``__pycache__`` directory must not be).
+other keys are removed when a gateway opens its own. The snapshot is written 0600; one that another user could
+have written (not this user's, or group- or world-writable) is a warning and never read: its checksum only
+catches damage, and what it holds skips the checks.
 """
 
 from __future__ import annotations
@@ -204,7 +205,15 @@ class ParsedFiles:
         path = self.path
         assert path is not None
         try:
-            raw = path.read_bytes()
+            with path.open("rb") as file:
+                if _writable_by_others(os.fstat(file.fileno())):
+                    # Its checksum is no signature and marshal is not made for hostile bytes; what it holds would
+                    # skip the checks. Not read, and replaced by a snapshot of this process's own (0600).
+                    log.warning("build cache %s is writable by others or not this user's: not read, parsing every "
+                                "definitions file again", path)
+                    self._dirty = True
+                    return {}
+                raw = file.read()
         except OSError:
             return {}
         header, _, payload = raw[len(MAGIC):].partition(b"\n")
@@ -227,3 +236,9 @@ class ParsedFiles:
             for other in directory.iterdir():
                 if other.name != keep and other.is_dir():
                     shutil.rmtree(other, ignore_errors=True)
+
+
+def _writable_by_others(stat: os.stat_result) -> bool:
+    """Whether another user (or group) could have written the file: not this process's user's, or group- or
+    world-writable. (Root reads only root's files as well.)"""
+    return stat.st_uid != os.geteuid() or bool(stat.st_mode & 0o022)

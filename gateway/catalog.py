@@ -158,7 +158,11 @@ class Catalog:
             lock = self._memo_locks.setdefault(key, threading.RLock())
         with lock:
             if key not in self._memo:
-                self._memo[key] = compute()
+                try:
+                    self._memo[key] = compute()
+                finally:  # asked again, the value is found without a lock; a failure is computed afresh
+                    with self._memo_lock:
+                        self._memo_locks.pop(key, None)
             return self._memo[key]
 
     def memoised(self, key: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import replace
 from pathlib import Path
@@ -156,3 +157,22 @@ def test_a_released_store_keeps_the_entries_on_disk_through_a_reload(definitions
     monkeypatch.setattr("gateway.yamlsource._Loader", None)  # a parse would fail
     assert _load(definitions, _store(tmp_path, definitions)) == ["first", "b2"]
     assert len(_store(tmp_path, definitions)._read(DEFAULT_LIMITS)) == 2  # a.yaml's and b.yaml's, not c.yaml's
+
+
+def test_a_snapshot_others_could_have_written_is_not_read(definitions, tmp_path, caplog, monkeypatch):
+    """A snapshot that another user could have written (group- or world-writable, or owned by someone else) is
+    a warning and never read: its checksum is no signature, and marshal is not made for hostile bytes. Its
+    definitions would otherwise skip the checks. A well-kept one is read (0600, as written)."""
+    assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
+    [snapshot] = _entries(_store(tmp_path, definitions))
+    assert snapshot.stat().st_mode & 0o777 == 0o600
+    payload = snapshot.read_bytes()[len(buildcache_disk.MAGIC):].partition(b"\n")[2]
+    forged = payload.replace(b"first", b"fake1")  # a forged entry, with its checksum recomputed
+    snapshot.write_bytes(buildcache_disk.MAGIC + hashlib.sha256(forged).hexdigest().encode() + b"\n" + forged)
+    snapshot.chmod(0o666)
+    with caplog.at_level(logging.WARNING, "gateway.buildcache_disk"):
+        assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
+    assert "writable by others" in caplog.text
+    monkeypatch.setattr("gateway.yamlsource._Loader", None)  # rewritten, 0600: the next load parses nothing
+    assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
+    assert snapshot.stat().st_mode & 0o777 == 0o600
