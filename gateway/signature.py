@@ -222,6 +222,26 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def coercer(hint: Any) -> Callable[[Any], Any] | None:
+    """``coerce`` for one parameter's hint, decided once per function instead of per call (reading a hint's origin
+    and arguments costs ~1 µs a parameter a call): None where it leaves every value as it is (``str``, ``int``,
+    ``bool``, ``Any``, unannotated), the int-to-float step for ``float``, else ``coerce`` itself."""
+    while get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
+    if any(hint is plain for plain in _AS_IS):
+        return None
+    if hint is float:
+        return _as_float
+    return lambda value: coerce(value, hint)
+
+
+_AS_IS = (str, int, bool, object, Any, type(None))
+
+
+def _as_float(value: Any) -> Any:
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 def coerce(value: Any, hint: Any) -> Any:
     """Turn a validated JSON value into what ``hint`` asks for (Enum, dataclass, date, tuple, set)."""
     origin, args = get_origin(hint), get_args(hint)

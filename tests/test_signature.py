@@ -11,7 +11,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from gateway.context import CONTEXT_PARAMETERS
-from gateway.signature import SchemaDerivationError, coerce, schema_for_function, schema_for_type
+from gateway.signature import SchemaDerivationError, coerce, coercer, schema_for_function, schema_for_type
 
 
 class Brightness(enum.Enum):
@@ -107,6 +107,32 @@ def test_coerce_builds_rich_values():
     assert coerce(None, int | None) is None
     assert coerce(3, float) == 3.0 and isinstance(coerce(3, float), float)
 
+
+
+HINTS = [str, int, bool, float, Any, object, type(None), Annotated[float, "x"], Annotated[Annotated[int, "a"], "b"],
+         int | None, float | None, Brightness, Light, dt.datetime, dt.date, tuple[int, ...], list[float], set[str],
+         dict[str, float], Literal["a", "b"]]
+VALUES = [None, True, False, 0, 3, -7, 2.5, "high", "2026-01-01", "2026-01-01T10:00:00Z", [1, 2], [1.5, "x"], {"a": 1},
+          {"id": 1, "name": "lamp", "brightness": "high"}]
+
+
+@pytest.mark.parametrize("hint", HINTS, ids=repr)
+def test_a_parameters_coercer_does_what_coerce_does(hint):
+    """``coercer(hint)``, decided once per parameter, gives what ``coerce(value, hint)`` gives (or the same error)
+    for every value, and is None only where coerce leaves every value as it is."""
+    step = coercer(hint)
+    for value in VALUES:
+        try:
+            expected: Any = coerce(value, hint)
+        except Exception as exc:  # noqa: BLE001
+            expected = type(exc)
+        try:
+            got: Any = value if step is None else step(value)
+        except Exception as exc:  # noqa: BLE001
+            got = type(exc)
+        assert got == expected and type(got) is type(expected), (hint, value)
+        if step is None:
+            assert got is value
 
 def test_a_dataclass_whose_module_left_sys_modules_still_resolves_its_forward_references(tmp_path, monkeypatch):
     """A return type's forward references ('Brightness' under ``from __future__ import annotations``) resolve

@@ -14,7 +14,7 @@ import inspect
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -23,7 +23,7 @@ from typing import Any
 
 from ..binding_kinds import PYTHON_DIR
 from ..context import CONTEXT_PARAMETERS, CallContext
-from ..signature import SchemaDerivationError, coerce, parameters, schema_for_function, schema_for_return, type_hints
+from ..signature import SchemaDerivationError, coercer, parameters, schema_for_function, schema_for_return, type_hints
 from ..tool_definition import ToolDefinition
 from . import BindingProblems, Bound, BuildEnv
 from .imports import import_within
@@ -115,7 +115,7 @@ class _Facts:
     params: dict[str, inspect.Parameter]  # the parameters a caller gives (context ones left out)
     injected: tuple[str, ...]  # context parameters the gateway fills
     takes_any: bool  # **kwargs
-    hints: dict[str, Any]
+    coercers: dict[str, Callable[[Any], Any]]  # the parameters whose values coerce changes (signature.coercer)
     is_async: bool
 
 
@@ -131,7 +131,7 @@ def _facts(target: str, function: Any, env: BuildEnv) -> _Facts:
             params={p.name: p for p in parameters(function, CONTEXT_PARAMETERS)},
             injected=tuple(name for name in signature.parameters if name in CONTEXT_PARAMETERS),
             takes_any=any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()),
-            hints=hints,
+            coercers={name: step for name, hint in hints.items() if (step := coercer(hint)) is not None},
             is_async=inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
                 getattr(function, "__call__", None)),  # noqa: B004  # a callable object's async __call__
         )
@@ -359,9 +359,10 @@ class _Executor:
         self.tool_id, self.function, self.facts, self.slots = tool_id, function, facts, slots
 
     async def __call__(self, arguments: dict[str, Any], context: CallContext) -> Any:
-        facts, hints = self.facts, self.facts.hints
+        facts = self.facts
+        coercers = facts.coercers
         kwargs = {
-            name: coerce(value, hints[name]) if name in hints else value
+            name: coercers[name](value) if name in coercers else value
             for name, value in arguments.items()
             if name in facts.params or facts.takes_any
         }

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from starlette.types import Scope
@@ -123,8 +123,28 @@ def duplicated(scope: Scope, names: tuple[bytes, ...]) -> bool:
     return len(seen) != len(set(seen))
 
 
+class PlainCall(NamedTuple):
+    """The params of a plain ``tools/call`` — a name, an arguments object or none, nothing else — on a handshake
+    revision, as the handler reads them (``name``, ``arguments``, ``meta``). Every handshake revision's params
+    model takes such params as they are (a string, a JSON object whose keys are strings); checking and building
+    the model cost ~9 µs a call, and ``model_construct`` ~20. test_mcp_messages compares the two."""
+
+    name: str
+    arguments: dict[str, Any] | None
+    meta: None = None
+
+
+PLAIN_CALL_KEYS = frozenset({"name", "arguments"})
+
+
 def validated(types: Types, method: str, version: str, params: dict[str, Any] | None) -> Any:
-    """The params model the SDK would hand its handler, or None where the SDK would refuse them (it answers)."""
+    """The params model the SDK would hand its handler (for a plain call, ``PlainCall``), or None where the SDK
+    would refuse them (it answers)."""
+    if method == "tools/call" and version in types.handshake and params is not None \
+            and params.keys() <= PLAIN_CALL_KEYS and type(params.get("name")) is str:
+        arguments = params.get("arguments")
+        if arguments is None or type(arguments) is dict:
+            return PlainCall(params["name"], arguments)
     try:
         types.validate(method, version, params)
         return types.params[method].model_validate({} if params is None else params, by_name=False)

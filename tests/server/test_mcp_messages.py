@@ -1,0 +1,50 @@
+"""The MCP fast path's reading of ``tools/call`` params against the SDK's own validators."""
+
+from __future__ import annotations
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from gateway.server.mcp_messages import PlainCall, import_types, validated
+
+TYPES = import_types()
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+                    | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+                    max_leaves=8)
+PARAMS = st.fixed_dictionaries({}, optional={
+    "name": st.text(max_size=8) | JSON,
+    "arguments": st.none() | st.dictionaries(st.text(max_size=4), JSON, max_size=3) | JSON,
+    "_meta": JSON, "task": JSON, "extra": JSON})
+
+
+def _sdk(version: str, params: dict) -> object | None:
+    try:
+        TYPES.validate("tools/call", version, params)
+        return TYPES.params["tools/call"].model_validate(params, by_name=False)
+    except (KeyError, ValueError):
+        return None
+
+
+@settings(max_examples=400, deadline=None)
+@given(params=PARAMS, version=st.sampled_from(sorted(TYPES.handshake | TYPES.modern)))
+@example(params={"name": "sum", "task": 5}, version="2025-11-25")
+@example(params={"name": "sum", "arguments": [1]}, version="2025-11-25")
+@example(params={"name": 5, "arguments": {}}, version="2025-11-25")
+def test_a_plain_call_is_read_as_the_sdk_reads_it(params, version):
+    """Where the fast reading (``PlainCall``) takes a call's params, the SDK's validators accept them and its
+    model holds the same name, arguments and no ``_meta``; where the SDK refuses params, so does ``validated``."""
+    got = validated(TYPES, "tools/call", version, params)
+    model = _sdk(version, params)
+    if model is None:
+        assert got is None
+    if isinstance(got, PlainCall):
+        assert model is not None
+        assert (got.name, got.arguments, got.meta) == (model.name, model.arguments, model.meta)
+
+
+def test_the_plain_reading_is_taken_only_on_the_handshake_revisions():
+    """A 2026-07-28 call without ``_meta`` is refused (its envelope is required), never read plainly."""
+    params = {"name": "sum", "arguments": {"a": 1}}
+    assert isinstance(validated(TYPES, "tools/call", "2025-11-25", params), PlainCall)
+    assert validated(TYPES, "tools/call", "2026-07-28", params) is None
