@@ -60,7 +60,7 @@ from .mcp_messages import (
     import_types,
 )
 from .release import release
-from .sending import adding
+from .sending import VARY_ORIGIN, adding
 
 if TYPE_CHECKING:
     from .mcp_sdk import SdkServer  # imported in a thread once the app starts (``run``)
@@ -150,7 +150,7 @@ class McpSurface:
         the fast path when it can, and hand over to the SDK otherwise. A POST ``front.Front`` already took
         (``fast_post``) arrives here only for the SDK, its body in the scope."""
         if scope["method"] == "POST":
-            if BODY_KEY not in scope and await self._take(scope, receive, send):
+            if BODY_KEY not in scope and await self._take(scope, receive, send, None):
                 return
             receive = _replay(scope[BODY_KEY], receive)
         elif not await self._authenticated(scope, receive, send, first_headers(scope)):
@@ -164,23 +164,26 @@ class McpSurface:
         ``__call__``, with its caller and body left in the scope."""
         if scope["method"] != "POST" or scope["path"] != "/mcp" or scope.get("root_path"):
             return False
-        return await self._take(scope, receive, adding(send, added, vary_origin=True))
+        return await self._take(scope, receive, send, added)
 
-    async def _take(self, scope: Scope, receive: Receive, send: Send) -> bool:
+    async def _take(self, scope: Scope, receive: Receive, send: Send, added: list[tuple[bytes, bytes]] | None) -> bool:
         """Authenticate and screen a POST, answering a refusal, then answer it on the fast path; False (its caller
-        and body left in the scope) when the SDK is to answer it."""
+        and body left in the scope) when the SDK is to answer it. ``added``: the headers ``Front`` adds to every
+        answer when it left them to this (``fast_post``), None when its ``send`` adds them."""
         headers = first_headers(scope)
-        if not await self._authenticated(scope, receive, send, headers):
+        refusing = send if added is None else adding(send, added, vary_origin=True)
+        if not await self._authenticated(scope, receive, refusing, headers):
             return True
         try:
             body = await receive_body(scope, receive, headers.get("content-length", ""),
                                       self.gateway.settings.max_body_bytes)
             message = screen_message(body)
         except GatewayError as exc:
-            await _jsonrpc_error(exc, scope, receive, send)
+            await _jsonrpc_error(exc, scope, receive, refusing)
             return True
         scope[BODY_KEY] = body
-        return await self.fast.answer(scope, send, message, headers)
+        # A fast answer carries them itself, as adding() would place them: no wrapper per message.
+        return await self.fast.answer(scope, send, message, headers, () if added is None else (VARY_ORIGIN, *added))
 
     async def _authenticated(self, scope: Scope, receive: Receive, send: Send, headers: Mapping[str, str]) -> bool:
         """Leave the caller in the scope for the handlers; False once a refused key was answered (401)."""

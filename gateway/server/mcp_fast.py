@@ -33,9 +33,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
 
 from starlette.types import Scope, Send
 
@@ -102,9 +101,10 @@ class FastPath:
                                                  title=SERVER_TITLE).model_dump(by_alias=True, mode="json",
                                                                                 exclude_none=True)
 
-    async def answer(self, scope: Scope, send: Send, message: Any, headers: Mapping[str, str]) -> bool:
-        """Answer ``message`` (a screened POST body; ``headers``: the request's ``first_headers``) and say so,
-        or leave it (False) to the SDK, untouched."""
+    async def answer(self, scope: Scope, send: Send, message: Any, headers: Mapping[str, str],
+                     added: Sequence[tuple[bytes, bytes]] = ()) -> bool:
+        """Answer ``message`` (a screened POST body; ``headers``: the request's ``first_headers``; ``added``:
+        headers to send after the answer's own) and say so, or leave it (False) to the SDK, untouched."""
         if not ENABLED or not JSON_RESPONSES or self.surface.traced or type(message) is not dict:
             return False
         if message.get("method") == "notifications/cancelled":
@@ -118,13 +118,13 @@ class FastPath:
         types = self.types or await self.surface.loaded_types()
         requested = headers.get("mcp-protocol-version")
         if requested is not None and requested not in types.handshake:
-            return await self._modern(scope, send, headers, request, types)
-        return await self._legacy(scope, send, headers, request, types)
+            return await self._modern(scope, send, headers, request, types, added)
+        return await self._legacy(scope, send, headers, request, types, added)
 
     # -- the two revisions ----------------------------------------------------------------------------------
 
     async def _modern(self, scope: Scope, send: Send, headers: Mapping[str, str],
-                      request: tuple[Any, str, Any], types: Types) -> bool:
+                      request: tuple[Any, str, Any], types: Types, added: Sequence[tuple[bytes, bytes]]) -> bool:
         request_id, method, params = request
         if duplicated(scope, ROUTING_HEADERS) or not self._envelope_agrees(headers, method, params, types):
             return False
@@ -138,12 +138,12 @@ class FastPath:
             return False
         outcome = await self._outcome(scope, headers, request_id, method, version, typed, types, None)
         status = MODERN_ERROR_STATUS.get(outcome.code, 200) if outcome.code is not None else 200
-        await _respond(send, status, [(b"content-length", b"%d" % len(outcome.body)), (b"content-type", JSON_BYTES)],
-                       outcome.body)
+        await _respond(send, status, [(b"content-length", b"%d" % len(outcome.body)), (b"content-type", JSON_BYTES),
+                                      *added], outcome.body)
         return True
 
     async def _legacy(self, scope: Scope, send: Send, headers: Mapping[str, str],
-                      request: tuple[Any, str, Any], types: Types) -> bool:
+                      request: tuple[Any, str, Any], types: Types, added: Sequence[tuple[bytes, bytes]]) -> bool:
         request_id, method, params = request
         session_id = headers.get("mcp-session-id")
         sdk = self.surface.sdk
@@ -162,7 +162,7 @@ class FastPath:
             outcome = await self._outcome(scope, headers, request_id, method, session.version, typed, types,
                                           cancellable)
             await _respond(send, 200, [(b"content-type", JSON_BYTES), (b"mcp-session-id", session_id.encode("latin-1")),
-                                       (b"content-length", b"%d" % len(outcome.body))], outcome.body)
+                                       (b"content-length", b"%d" % len(outcome.body)), *added], outcome.body)
         return True
 
     def _envelope_agrees(self, headers: Mapping[str, str], method: str, params: Any, types: Types) -> bool:
@@ -290,8 +290,7 @@ class _Call:
         return False
 
 
-@dataclass(frozen=True)
-class _Outcome:
+class _Outcome(NamedTuple):  # a tuple: built on every call, at a third of a frozen dataclass's cost
     body: bytes
     code: int | None = None  # a JSON-RPC error's
 
@@ -300,8 +299,7 @@ class _Outcome:
         return cls(to_json({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}), code)
 
 
-@dataclass(frozen=True)
-class FastSession:
+class FastSession(NamedTuple):
     """A 2025-11-25 session the fast path may serve (``SharedSessions.fast_session``): its negotiated revision,
     whether this replica holds it, and ``serving`` (what the SDK path does around each of its requests)."""
 

@@ -71,3 +71,33 @@ def test_vary_origin_joins_every_vary_header_into_the_first():
     bare: list[tuple[bytes, bytes]] = [(b"content-type", b"x")]
     _vary_origin(bare)
     assert bare == [(b"content-type", b"x"), (b"vary", b"Origin")]
+
+
+def test_mcp_fast_answers_and_refusals_carry_the_version_and_vary_origin_once(start_server, shared_examples: Path):
+    """The MCP fast path sends the headers Front adds itself: a fast call on either revision, a refused body and a
+    browser's fast call (through CORS) each say the catalog version once and Vary: Origin once."""
+    origin = "https://app.example.com"
+    served = start_server(shared_examples, allowed_origins=(origin,))
+    version = served.gateway.catalog.version
+    accept = {"Accept": "application/json, text/event-stream"}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sum", "arguments": {"a": 1, "b": 2}}}
+    opened = httpx.post(f"{served.url}/mcp", headers=accept, timeout=10, json={
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    legacy = accept | {"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+    httpx.post(f"{served.url}/mcp", headers=legacy, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+               timeout=10)
+    modern = accept | {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "sum"}
+    modern_call = {**call, "params": {**call["params"], "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}}
+    answers = [httpx.post(f"{served.url}/mcp", headers=legacy, json=call, timeout=10),
+               httpx.post(f"{served.url}/mcp", headers=modern, json=modern_call, timeout=10),
+               httpx.post(f"{served.url}/mcp", headers=legacy | {"Content-Type": "application/json"},
+                          content=b"{not json", timeout=10),
+               httpx.post(f"{served.url}/mcp", headers=legacy | {"Origin": origin}, json=call, timeout=10)]
+    assert [answer.status_code for answer in answers] == [200, 200, 400, 200]
+    for answer in answers:
+        assert answer.headers.get_list("x-catalog-version") == [version]
+        assert vary_headers(answer) == ["Origin"]
+    assert answers[0].json()["result"]["structuredContent"] == {"result": 3.0}
+    assert answers[3].headers["access-control-allow-origin"] == origin
