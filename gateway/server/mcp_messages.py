@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import orjson
@@ -59,6 +59,7 @@ class Types:
     capabilities_key: str
     server_info_key: str
     implementation: Any
+    metas: dict[tuple[str, bytes], dict[str, Any]] = field(default_factory=dict)  # judged _meta values (validated)
 
 
 def import_types() -> Types:
@@ -124,32 +125,69 @@ def duplicated(scope: Scope, names: tuple[bytes, ...]) -> bool:
 
 
 class PlainCall(NamedTuple):
-    """The params of a plain ``tools/call`` — a name, an arguments object or none, nothing else — on a handshake
-    revision, as the handler reads them (``name``, ``arguments``, ``meta``). Every handshake revision's params
-    model takes such params as they are (a string, a JSON object whose keys are strings); checking and building
-    the model cost ~9 µs a call, and ``model_construct`` ~20. test_mcp_messages compares the two."""
+    """The params of a plain ``tools/call`` — a name, an arguments object or none, and ``_meta`` or none, nothing
+    else — as the handler reads them (``name``, ``arguments``, ``meta``), without the SDK's params models
+    (checking and building them cost ~9 µs a call; ``model_construct`` ~20). Every revision's params model takes
+    a string name and a JSON object of arguments as they are; ``_meta`` is judged by the SDK itself, once per
+    distinct value (``Types.metas``). test_mcp_messages compares the two readings."""
 
     name: str
     arguments: dict[str, Any] | None
-    meta: None = None
+    meta: dict[str, Any] | None = None  # as the SDK's model holds it (it renames keys: progressToken)
 
 
 PLAIN_CALL_KEYS = frozenset({"name", "arguments"})
+ENVELOPED_CALL_KEYS = frozenset({"name", "arguments", "_meta"})
+METAS_KEPT = 256  # distinct _meta values judged (a client sends the same one on every call, bar a progress token)
+META_BYTES_KEPT = 4096
 
 
 def validated(types: Types, method: str, version: str, params: dict[str, Any] | None) -> Any:
     """The params model the SDK would hand its handler (for a plain call, ``PlainCall``), or None where the SDK
     would refuse them (it answers)."""
-    if method == "tools/call" and version in types.handshake and params is not None \
-            and params.keys() <= PLAIN_CALL_KEYS and type(params.get("name")) is str:
+    if method == "tools/call" and params is not None and type(params.get("name")) is str:
         arguments = params.get("arguments")
         if arguments is None or type(arguments) is dict:
-            return PlainCall(params["name"], arguments)
+            keys = params.keys()
+            if keys <= PLAIN_CALL_KEYS:
+                if version in types.handshake:  # 2026-07-28 requires _meta: left to the SDK to refuse
+                    return PlainCall(params["name"], arguments)
+            elif keys <= ENVELOPED_CALL_KEYS:
+                meta = _judged_meta(types, version, params["_meta"])
+                if meta is not None:
+                    return PlainCall(params["name"], arguments, meta)
     try:
         types.validate(method, version, params)
         return types.params[method].model_validate({} if params is None else params, by_name=False)
     except (KeyError, ValueError):  # pydantic's ValidationError is a ValueError
         return None
+
+
+def _judged_meta(types: Types, version: str, meta: Any) -> dict[str, Any] | None:
+    """A call's ``_meta`` as the SDK's params model holds it, when the SDK accepts it on ``version``; None when it
+    does not, or for a value too odd to keep (then the whole params go through the SDK's models)."""
+    if type(meta) is not dict:
+        return None
+    try:
+        key = (version, orjson.dumps(meta))
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+    kept = types.metas.get(key)
+    if kept is not None:
+        return kept
+    try:
+        probe = {"name": "", "_meta": meta}
+        types.validate("tools/call", version, probe)
+        judged = types.params["tools/call"].model_validate(probe, by_name=False).meta
+    except (KeyError, ValueError):
+        return None
+    if type(judged) is not dict:
+        return None
+    if len(key[1]) <= META_BYTES_KEPT:
+        if len(types.metas) >= METAS_KEPT:
+            types.metas.clear()
+        types.metas[key] = judged
+    return judged
 
 
 def coerce_id(request_id: Any) -> Any:

@@ -12,10 +12,15 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_
                     | st.text(max_size=5),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
                     max_leaves=8)
+META = st.fixed_dictionaries({}, optional={
+    "io.modelcontextprotocol/protocolVersion": st.sampled_from(["2026-07-28", "2025-11-25"]) | JSON,
+    "io.modelcontextprotocol/clientCapabilities": st.just({}) | st.just({"roots": {"listChanged": True}}) | JSON,
+    "progressToken": st.integers() | st.text(max_size=4) | JSON,
+    "gateway/session": st.text(max_size=4) | JSON, "traceparent": JSON, "other": JSON})
 PARAMS = st.fixed_dictionaries({}, optional={
     "name": st.text(max_size=8) | JSON,
     "arguments": st.none() | st.dictionaries(st.text(max_size=4), JSON, max_size=3) | JSON,
-    "_meta": JSON, "task": JSON, "extra": JSON})
+    "_meta": META | JSON, "task": JSON, "extra": JSON})
 
 
 def _sdk(version: str, params: dict) -> object | None:
@@ -31,16 +36,24 @@ def _sdk(version: str, params: dict) -> object | None:
 @example(params={"name": "sum", "task": 5}, version="2025-11-25")
 @example(params={"name": "sum", "arguments": [1]}, version="2025-11-25")
 @example(params={"name": 5, "arguments": {}}, version="2025-11-25")
+@example(params={"name": "sum", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                          "io.modelcontextprotocol/clientCapabilities": {}, "progressToken": 7}},
+         version="2026-07-28")
+@example(params={"name": "sum", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                          "io.modelcontextprotocol/clientCapabilities": 5}}, version="2026-07-28")
 def test_a_plain_call_is_read_as_the_sdk_reads_it(params, version):
     """Where the fast reading (``PlainCall``) takes a call's params, the SDK's validators accept them and its
-    model holds the same name, arguments and no ``_meta``; where the SDK refuses params, so does ``validated``."""
+    model holds the same name, arguments and ``_meta`` (read again from what was kept of an earlier call's);
+    where the SDK refuses params, so does ``validated``."""
     got = validated(TYPES, "tools/call", version, params)
+    again = validated(TYPES, "tools/call", version, params)
     model = _sdk(version, params)
     if model is None:
-        assert got is None
+        assert got is None and again is None
     if isinstance(got, PlainCall):
         assert model is not None
         assert (got.name, got.arguments, got.meta) == (model.name, model.arguments, model.meta)
+        assert again == got
 
 
 def test_the_plain_reading_is_taken_only_on_the_handshake_revisions():
@@ -48,3 +61,14 @@ def test_the_plain_reading_is_taken_only_on_the_handshake_revisions():
     params = {"name": "sum", "arguments": {"a": 1}}
     assert isinstance(validated(TYPES, "tools/call", "2025-11-25", params), PlainCall)
     assert validated(TYPES, "tools/call", "2026-07-28", params) is None
+
+
+def test_judged_metas_are_bounded():
+    """Every call naming a new progress token leaves at most ``METAS_KEPT`` judged ``_meta`` values behind."""
+    from gateway.server.mcp_messages import METAS_KEPT
+
+    for token in range(METAS_KEPT * 3):
+        params = {"name": "sum", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                           "io.modelcontextprotocol/clientCapabilities": {}, "progressToken": token}}
+        assert validated(TYPES, "tools/call", "2026-07-28", params).meta["progress_token"] == token
+        assert len(TYPES.metas) <= METAS_KEPT
