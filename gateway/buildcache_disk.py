@@ -110,6 +110,10 @@ class ParsedFiles:
         self._released = False
         self._kept: set[str] = set()  # the digests of the latest load's files
         self._dirty = False
+        # Saves are numbered as their payloads are taken and written in that order: one that lost the race to
+        # the disk to a newer one leaves the newer snapshot in place.
+        self._write_lock = threading.Lock()
+        self._taken = self._written = 0
 
     @classmethod
     def default(cls, root: str | Path = "") -> ParsedFiles:
@@ -186,10 +190,16 @@ class ParsedFiles:
                 entries = {d: blob for d, blob in self._load().items() if d in self._kept} | entries
             payload = marshal.dumps(entries)
             self._dirty = False
-        try:
-            save(path, MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
-        except OSError as exc:
-            log.debug("build cache not written (%s): parsing again next time", exc)
+            self._taken += 1
+            number = self._taken
+        with self._write_lock:
+            if number < self._written:
+                return
+            self._written = number
+            try:
+                save(path, MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+            except OSError as exc:
+                log.debug("build cache not written (%s): parsing again next time", exc)
 
     def _read(self, limits: YamlLimits) -> dict[str, bytes] | None:
         """The snapshot's entries (read on the first look-up), or None for limits other than the snapshot's."""

@@ -176,3 +176,50 @@ def test_a_snapshot_others_could_have_written_is_not_read(definitions, tmp_path,
     monkeypatch.setattr("gateway.yamlsource._Loader", None)  # rewritten, 0600: the next load parses nothing
     assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
     assert snapshot.stat().st_mode & 0o777 == 0o600
+
+
+def test_an_older_save_that_reaches_the_disk_last_leaves_the_newer_snapshot(definitions, tmp_path, monkeypatch):
+    """Two saves whose payloads were taken in one order and whose writes come in the other: the older is not
+    written over the newer, so the snapshot holds the latest load."""
+    import threading
+
+    store = _store(tmp_path, definitions)
+    _load(definitions, store)
+    newer_written = threading.Event()
+
+    class OlderWaits:
+        """The write lock, held back for the older save until the newer one has written."""
+
+        def __init__(self) -> None:
+            self.lock = threading.Lock()
+
+        def __enter__(self) -> None:
+            if threading.current_thread().name == "older":
+                newer_written.wait(10)
+            self.lock.acquire()
+
+        def __exit__(self, *exc: object) -> None:
+            self.lock.release()
+            if threading.current_thread().name == "newer":
+                newer_written.set()
+
+    store._write_lock = OlderWaits()
+    (definitions / "a.yaml").write_text(TOOL.format(id="second"), encoding="utf-8")
+    load_definitions(definitions, DefinitionsCache(store))
+    older = threading.Thread(target=store.save, name="older")
+    older.start()
+    while store._taken < 2:  # the older save has taken its payload (the second load's)
+        threading.Event().wait(0.01)
+    (definitions / "a.yaml").write_text(TOOL.format(id="third"), encoding="utf-8")
+    load_definitions(definitions, DefinitionsCache(store))
+    newer = threading.Thread(target=store.save, name="newer")
+    newer.start()
+    newer.join(10)
+    older.join(10)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr("gateway.yamlsource._Loader", refuse)
+    assert [tool.id for tool in load_definitions(definitions, DefinitionsCache(_store(tmp_path, definitions))).tools] \
+        == ["third"]

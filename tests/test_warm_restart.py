@@ -195,3 +195,51 @@ def test_an_edit_reloaded_while_serving_is_kept_for_the_next_start(definitions, 
         time.sleep(0.02)
     _no_parse(monkeypatch)
     assert _start(definitions).catalog.get("look").definition.ai_description == "Finds it."
+
+
+def test_a_burst_of_reloads_is_written_to_the_snapshot_once_after_it(definitions, state, monkeypatch):
+    """Edits reloaded one after another are kept with one write, once the reloads pause (a write each time had
+    slowed the next reloads of a burst), and that write holds the last edit."""
+    import asyncio
+    import time
+
+    from gateway import runtime
+
+    monkeypatch.setattr(runtime, "SAVE_DELAY_S", 1.0)
+    gateway = _start(definitions)
+    saves = []
+    save = gateway._parsed.save
+    monkeypatch.setattr(gateway._parsed, "save", lambda: (saves.append(time.monotonic()), save()))
+
+    async def burst() -> None:
+        for edit in range(4):
+            (definitions / "tools.yaml").write_text(TOOLS.replace("Looks something up.", f"Edit {edit}."),
+                                                    encoding="utf-8")
+            assert (await gateway.reload()).changed
+
+    asyncio.run(burst())
+    deadline = time.monotonic() + 30
+    while not saves and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(1.5)  # a second save, were one due, would have come by now
+    assert len(saves) == 1
+    _no_parse(monkeypatch)
+    assert _start(definitions).catalog.get("look").definition.ai_description == "Edit 3."
+
+
+def test_a_gateway_that_stops_keeps_the_edits_it_reloaded(definitions, state, monkeypatch):
+    """An edit reloaded shortly before the gateway stops (before the delayed write) is written as it closes, so the
+    next start parses nothing and serves the edit."""
+    import asyncio
+
+    gateway = _start(definitions)
+    (definitions / "tools.yaml").write_text(TOOLS.replace("Looks something up.", "Stopped soon after."),
+                                            encoding="utf-8")
+
+    async def reload_then_stop() -> None:
+        assert (await gateway.reload()).changed
+        await gateway.aclose()
+
+    asyncio.run(reload_then_stop())
+    _no_parse(monkeypatch)
+    assert _start(definitions).catalog.get("look").definition.ai_description == "Stopped soon after."
