@@ -172,6 +172,8 @@ def _judged_meta(types: Types, version: str, meta: Any) -> dict[str, Any] | None
         key = (version, orjson.dumps(meta))
     except (TypeError, orjson.JSONEncodeError):
         return None
+    if b"null" in key[1]:  # orjson writes an infinite number (JSON's 1e400) as null: two values, one key
+        return None
     kept = types.metas.get(key)
     if kept is not None:
         return kept

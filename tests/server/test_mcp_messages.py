@@ -72,3 +72,12 @@ def test_judged_metas_are_bounded():
                                            "io.modelcontextprotocol/clientCapabilities": {}, "progressToken": token}}
         assert validated(TYPES, "tools/call", "2026-07-28", params).meta["progress_token"] == token
         assert len(TYPES.metas) <= METAS_KEPT
+
+
+def test_an_infinite_number_is_not_read_as_a_kept_null():
+    """A ``_meta`` holding 1e400 (read as infinity) after one holding null is judged by the SDK, not taken for it."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    for value in (None, float("inf")):
+        params = {"name": "sum", "_meta": {**meta, "gateway/session": value}}
+        got, model = validated(TYPES, "tools/call", "2025-11-25", params), _sdk("2025-11-25", params)
+        assert (got is None) == (model is None) and (got is None or got.meta == model.meta)
