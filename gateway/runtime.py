@@ -265,10 +265,12 @@ class Gateway:
         return await self.bridge.execute(session, tool_id, arguments, context)
 
     async def aclose(self) -> None:
-        if self._parsed.dirty:  # parses a reload made that the delayed write has not kept yet
-            await asyncio.to_thread(self._parsed.save)
-        await self.mcp_pool.aclose()  # stops the stdio servers it spawned
-        await self.state.aclose()
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
+        try:
+            if self._parsed.dirty:  # parses a reload made that the delayed write has not kept yet
+                await asyncio.to_thread(self._parsed.save)
+        finally:  # a write that failed never leaves stdio servers or connections behind
+            await self.mcp_pool.aclose()  # stops the stdio servers it spawned
+            await self.state.aclose()
+            if self._http is not None:
+                await self._http.aclose()
+                self._http = None

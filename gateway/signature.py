@@ -261,8 +261,8 @@ def coerce(value: Any, hint: Any) -> Any:
     if isinstance(hint, type):
         if issubclass(hint, enum.Enum):
             return hint(value)
-        if hint is float and isinstance(value, int) and not isinstance(value, bool):
-            return float(value)
+        if hint is float:
+            return _as_float(value)
         if hint in (dt.datetime, dt.date, dt.time) and isinstance(value, str):
             return hint.fromisoformat(value.replace("Z", "+00:00") if hint is not dt.date else value)
         if dataclasses.is_dataclass(hint) and isinstance(value, dict):

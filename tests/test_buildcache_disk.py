@@ -182,6 +182,7 @@ def test_an_older_save_that_reaches_the_disk_last_leaves_the_newer_snapshot(defi
     """Two saves whose payloads were taken in one order and whose writes come in the other: the older is not
     written over the newer, so the snapshot holds the latest load."""
     import threading
+    import time
 
     store = _store(tmp_path, definitions)
     _load(definitions, store)
@@ -208,7 +209,9 @@ def test_an_older_save_that_reaches_the_disk_last_leaves_the_newer_snapshot(defi
     load_definitions(definitions, DefinitionsCache(store))
     older = threading.Thread(target=store.save, name="older")
     older.start()
+    deadline = time.monotonic() + 10
     while store._taken < 2:  # the older save has taken its payload (the second load's)
+        assert time.monotonic() < deadline, "the older save never took its payload"
         threading.Event().wait(0.01)
     (definitions / "a.yaml").write_text(TOOL.format(id="third"), encoding="utf-8")
     load_definitions(definitions, DefinitionsCache(store))
