@@ -70,7 +70,10 @@ def test_jinja_in_paths_and_parameter_names_is_sent_as_written_never_rendered(tm
             assert response.status_code == 200, response.text
     sent = json.dumps(seen.requests)
     assert len(seen.requests) == 2, sent
-    assert SECRET not in sent and "49" not in sent, sent
+    # The Host header names the recorder's port, which may hold "49" by chance: 49 is looked for without it.
+    rendered = json.dumps([{**request, "headers": {k: v for k, v in request["headers"].items() if k != "host"}}
+                           for request in seen.requests])
+    assert SECRET not in sent and "49" not in rendered, sent
     assert "7*7" in seen.requests[0]["path"] and seen.requests[0]["path"].endswith("/x"), sent
 
 
