@@ -55,7 +55,8 @@ class DraftChecker:
         async with self._lock:
             build = self._start(file, text)
             try:
-                return await asyncio.wait_for(asyncio.wrap_future(build), self.settings.reload_timeout_s)
+                async with asyncio.timeout(self.settings.reload_timeout_s):
+                    return await asyncio.wrap_future(build)
             except TimeoutError:
                 self._caches = (_DraftCache(), BuildCache())  # the abandoned build keeps the old ones
                 return (Problem(file, 1, 1, f"check timed out: building the catalog with this draft ran longer "

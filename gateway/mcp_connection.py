@@ -172,7 +172,10 @@ class Connection:
                     break
                 await asyncio.sleep(0)
         try:
-            return await asyncio.wait_for(asyncio.shield(self._attempt), self.config.connect_timeout_s)
+            # Not wait_for: on 3.11 it swallows a cancellation (the call's own deadline) that lands as the attempt
+            # ends, and the call would run on past its deadline.
+            async with asyncio.timeout(self.config.connect_timeout_s):
+                return await asyncio.shield(self._attempt)
         except TimeoutError:
             raise UpstreamUnavailable(f"{self.config.label} did not answer within "
                                       f"{self.config.connect_timeout_s:g} s (connect_timeout_s)") from None
@@ -253,7 +256,8 @@ class Connection:
             failures = 1 if was_up else failures + 1
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), backoff(failures))  # 0.5 s doubling to 8 s
+                async with asyncio.timeout(backoff(failures)):  # 0.5 s doubling to 8 s; not wait_for (see above)
+                    await self._wake.wait()
 
     async def _serve(self, client: Client, attempt: asyncio.Future[Client]) -> None:
         assert self._redo is not None

@@ -105,7 +105,8 @@ class Wire:
         await self.slots.acquire()
         timeout = self.http.timeout.connect
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: see _next
+                reader, writer = await asyncio.open_connection(self.host, self.port)
         except BaseException as exc:
             self.slots.release()
             if isinstance(exc, TimeoutError):
@@ -124,7 +125,10 @@ class Wire:
             if event is not h11.NEED_DATA:
                 return event
             try:
-                data = await asyncio.wait_for(connection.reader.read(READ_SIZE), self.http.timeout.read)
+                # Not asyncio.wait_for: on 3.11, a cancellation (the tool's deadline) that arrives as the read
+                # completes is swallowed by it, and an upstream that never stops writing holds the call forever.
+                async with asyncio.timeout(self.http.timeout.read):
+                    data = await connection.reader.read(READ_SIZE)
             except TimeoutError:
                 raise httpx2.ReadTimeout("the upstream sent nothing in time") from None
             except OSError as exc:

@@ -193,7 +193,8 @@ class Gateway:
             build = self._start_build()
             try:
                 # Building imports modules and reads files: off the event loop, and under a time budget.
-                catalog = await asyncio.wait_for(asyncio.wrap_future(build), self.settings.reload_timeout_s)
+                async with asyncio.timeout(self.settings.reload_timeout_s):
+                    catalog = await asyncio.wrap_future(build)
             except TimeoutError:
                 return self._abandon(build, started)
             except DefinitionsInvalid as exc:

@@ -215,7 +215,8 @@ class Subscription:
     async def next(self, timeout: float) -> dict[str, Any] | None:
         """The next summary, ``STOP`` when the feed ended, None when nothing came within ``timeout`` seconds."""
         try:
-            return await asyncio.wait_for(self.queue.get(), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: on 3.11 it may swallow the stream's cancellation
+                return await self.queue.get()
         except TimeoutError:
             return None
 

@@ -337,6 +337,44 @@ def test_an_event_stream_of_notifications_that_never_answers_ends_at_the_deadlin
     run(scenario())
 
 
+def test_a_deadline_that_lands_as_a_read_completes_still_ends_the_call():
+    """An upstream that floods its answer's event stream without pause, under many short deadlines: a deadline
+    often fires in the loop step where a read completes, and every call still ends with it (on 3.11,
+    ``asyncio.wait_for`` around the read swallowed that cancellation and the call read on forever)."""
+    flooding = True
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if await read_request(reader) is None:
+            return
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+        note = b": hi\n\n"
+        with contextlib.suppress(ConnectionError):
+            while flooding:
+                writer.write(b"%x\r\n%s\r\n" % (len(note), note))
+                await writer.drain()
+                await asyncio.sleep(0)
+        writer.close()
+
+    async def scenario() -> None:
+        nonlocal flooding
+        async with serving(handler) as url, fast_call(url) as fast:
+            for attempt in range(60):
+                async def bounded(deadline: float = 0.005 + attempt * 0.001) -> None:
+                    async with asyncio.timeout(deadline):  # as invoke bounds a call
+                        await fast.call("t", {})
+
+                call = asyncio.create_task(bounded())
+                await asyncio.wait({call}, timeout=20)  # ends it long before; this only tells a hang from a pass
+                if not call.done():
+                    flooding = False  # the upstream stops: the call ends, with the error of a cut stream
+                    await asyncio.wait({call})
+                    pytest.fail(f"call {attempt} read on past its deadline")
+                with pytest.raises(TimeoutError):
+                    call.result()
+
+    run(scenario())
+
+
 def test_an_http_1_0_answer_ended_by_closing_is_read_and_its_connection_not_kept():
     """An HTTP/1.0 answer without a length, ended by closing the connection: read whole, and the next call gets
     its own answer on a new connection."""
