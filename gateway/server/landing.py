@@ -20,10 +20,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Match, Route
 
+from .. import __version__
 from ..runtime import Gateway
 from .auth import Caller, authenticate
 from .errors import json_response
-from .release import release as current_release
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -103,7 +103,7 @@ def _view(gateway: Gateway, caller: Caller, request: Request) -> dict[str, Any]:
     if not auth or caller.key is not None:  # with auth on, nothing of the catalog (or the release) without a key
         snapshot = gateway.catalog
         catalog = {"version": snapshot.version, "tools": sum(map(caller.may_use, snapshot.tools.values()))}
-        release = current_release()
+        release = __version__
     return {
         "product": "tool-gateway",
         "release": release,

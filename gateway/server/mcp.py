@@ -39,6 +39,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from .. import __version__
 from ..argerrors import got
 from ..catalog import Catalog, Tool
 from ..context import CallContext
@@ -59,7 +60,6 @@ from .mcp_messages import (
     Types,
     import_types,
 )
-from .release import release
 from .sending import VARY_ORIGIN, adding
 
 if TYPE_CHECKING:
@@ -90,11 +90,7 @@ class McpSurface:
         self._sdk_ready: asyncio.Future[SdkServer] | None = None
         gateway.on_change(self.catalog_changed)
 
-    @property
-    def version(self) -> str:
-        """The gateway's release, named to MCP clients: read when the SDK side starts (in its thread), not at
-        start-up (looking it up searches sys.path: ~14 ms of a warm restart)."""
-        return release() or "0"
+    version = __version__  # the release named to MCP clients
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:

@@ -18,12 +18,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from .. import __version__
 from ..formats import FORMATS
 from ..loop.request import ROLES
 from ..runtime import Gateway
 from ..settings import Settings
 from .errors import dumps
-from .release import release
 
 JSON = "application/json"
 
@@ -227,7 +227,7 @@ def document(settings: Settings) -> dict[str, Any]:
     """The OpenAPI 3.1 document for a server with these settings."""
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
-        "info": {"title": "Tool gateway", "version": release() or "0",
+        "info": {"title": "Tool gateway", "version": __version__,
                  "description": "REST, admin and chat routes of the tool gateway. MCP is served at /mcp."},
         "paths": _paths(settings),
         "components": {"schemas": _schemas()},
