@@ -155,7 +155,12 @@ class Gateway:
             if self._saver_waiting:  # the waiting saver sees the new time
                 return
             self._saver_waiting = True
-        daemon.start(self._save_parsed_later, "gateway-keep-parses")
+        try:
+            daemon.start(self._save_parsed_later, "gateway-keep-parses")
+        except RuntimeError as exc:  # no thread to be had: the reload stands, and the next one tries again
+            log.warning("build cache not written after this reload (%s): the next reload or stop writes it", exc)
+            with self._saver_lock:
+                self._saver_waiting = False
 
     def _save_parsed_later(self) -> None:
         latest = time.monotonic() + SAVE_WITHIN_S

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import time
 from dataclasses import fields
 from pathlib import Path
 
@@ -225,6 +226,45 @@ def test_a_burst_of_reloads_is_written_to_the_snapshot_once_after_it(definitions
     assert len(saves) == 1
     _no_parse(monkeypatch)
     assert _start(definitions).catalog.get("look").definition.ai_description == "Edit 3."
+
+
+def test_a_reload_whose_delayed_write_gets_no_thread_still_serves_and_the_next_one_writes(definitions, state,
+                                                                                         monkeypatch):
+    """A process out of threads when a reload asks for its delayed write: the reload's catalog is served all the
+    same, and the next reload starts the write (nothing is left waiting for a saver that never ran)."""
+    import asyncio
+
+    from gateway import daemon, runtime
+
+    monkeypatch.setattr(runtime, "SAVE_DELAY_S", 0.0)
+    gateway = _start(definitions)
+    started = daemon.start
+    refused = []
+
+    def start(work, name):
+        if name == "gateway-keep-parses" and not refused:
+            refused.append(name)
+            raise RuntimeError("can't start new thread")
+        return started(work, name)
+
+    monkeypatch.setattr(runtime.daemon, "start", start)
+    saved = []
+    save = gateway._parsed.save
+    monkeypatch.setattr(gateway._parsed, "save", lambda: (saved.append(True), save()))
+
+    async def edit(text: str) -> None:
+        (definitions / "tools.yaml").write_text(TOOLS.replace("Looks something up.", text), encoding="utf-8")
+        assert (await gateway.reload()).changed
+
+    asyncio.run(edit("No thread."))
+    assert refused and gateway.catalog.get("look").definition.ai_description == "No thread."
+    asyncio.run(edit("A thread."))
+    deadline = time.monotonic() + 30
+    while not saved and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert saved
+    _no_parse(monkeypatch)
+    assert _start(definitions).catalog.get("look").definition.ai_description == "A thread."
 
 
 def test_a_gateway_that_stops_keeps_the_edits_it_reloaded(definitions, state, monkeypatch):
