@@ -58,11 +58,13 @@ class DraftChecker:
                 async with asyncio.timeout(self.settings.reload_timeout_s):
                     return await asyncio.wrap_future(build)
             except TimeoutError:
-                self._caches = (_DraftCache(), BuildCache())  # the abandoned build keeps the old ones
                 return (Problem(file, 1, 1, f"check timed out: building the catalog with this draft ran longer "
                                             f"than reload_timeout_s ({self.settings.reload_timeout_s:g} s)"),)
             except daemon.Interrupted as exc:  # admin code raised SystemExit or KeyboardInterrupt while importing
                 return (Problem(file, 1, 1, f"check failed: {exc}"),)
+            finally:
+                if not build.done():  # abandoned (timed out, or the caller went away): it keeps the old caches
+                    self._caches = (_DraftCache(), BuildCache())
 
     def _start(self, file: str, text: str) -> Future[tuple[Problem, ...]]:
         loaded, built = self._caches
