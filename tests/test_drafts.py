@@ -20,11 +20,7 @@ def look(query: str) -> str:
 
 TOOLS = """
 tools:
-  - id: look
-    name: Look
-    user_description: Looks.
-    ai_description: Looks something up.
-    binding: {python: "slow:look"}
+  - {id: slow, name: Slow, user_description: Waits., ai_description: Waits on its import., binding: {python: "slow:look"}}
 """
 
 
