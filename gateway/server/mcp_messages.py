@@ -165,14 +165,12 @@ def validated(types: Types, method: str, version: str, params: dict[str, Any] | 
 
 def _judged_meta(types: Types, version: str, meta: Any) -> dict[str, Any] | None:
     """A call's ``_meta`` as the SDK's params model holds it, when the SDK accepts it on ``version``; None when it
-    does not, or for a value too odd to keep (then the whole params go through the SDK's models)."""
+    does not, or for a value orjson cannot write (then the whole params go through the SDK's models)."""
     if type(meta) is not dict:
         return None
     try:
         key = (version, orjson.dumps(meta))
     except (TypeError, orjson.JSONEncodeError):
-        return None
-    if b"null" in key[1]:  # orjson writes an infinite number (JSON's 1e400) as null: two values, one key
         return None
     kept = types.metas.get(key)
     if kept is not None:
@@ -185,7 +183,9 @@ def _judged_meta(types: Types, version: str, meta: Any) -> dict[str, Any] | None
         return None
     if type(judged) is not dict:
         return None
-    if len(key[1]) <= META_BYTES_KEPT:
+    # Not kept when its JSON holds null: orjson writes an infinite number (JSON's 1e400) as null too, so the key
+    # would name two values. Judged afresh each time instead (a progress token "null-1" included).
+    if len(key[1]) <= META_BYTES_KEPT and b"null" not in key[1]:
         if len(types.metas) >= METAS_KEPT:
             types.metas.clear()
         types.metas[key] = judged

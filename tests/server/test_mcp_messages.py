@@ -81,3 +81,14 @@ def test_an_infinite_number_is_not_read_as_a_kept_null():
         params = {"name": "sum", "_meta": {**meta, "gateway/session": value}}
         got, model = validated(TYPES, "tools/call", "2025-11-25", params), _sdk("2025-11-25", params)
         assert (got is None) == (model is None) and (got is None or got.meta == model.meta)
+
+
+def test_a_meta_holding_null_is_judged_on_the_fast_path_and_never_kept():
+    """A ``_meta`` whose JSON holds null (a null value, or a token spelled with it) is read on the fast path, as
+    the SDK reads it, and judged afresh on each call rather than kept (its key could also name 1e400)."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    for extra in ({"progressToken": "null-1"}, {"gateway/session": None}):
+        params = {"name": "sum", "_meta": {**meta, **extra}}
+        got, model = validated(TYPES, "tools/call", "2026-07-28", params), _sdk("2026-07-28", params)
+        assert isinstance(got, PlainCall) and got.meta == model.meta
+    assert not any(b"null" in key for _, key in TYPES.metas)
