@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import site
 import subprocess
 import sys
 import time
@@ -28,10 +29,15 @@ def build_wheel(source: Path, out: Path) -> Path:
 
 @pytest.fixture
 def venv_python(tmp_path: Path) -> Path:
-    """A fresh virtual environment that sees the gateway's dependencies (system site-packages)."""
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(tmp_path / "venv")],
-                   check=True, timeout=120)
-    return tmp_path / "venv" / "bin" / "python"
+    """A fresh virtual environment that sees the gateway's dependencies: those of the interpreter running the tests,
+    named in a .pth file (``--system-site-packages`` would see the base interpreter's, which lacks them when the
+    tests themselves run in a virtual environment)."""
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True, timeout=120)
+    python = tmp_path / "venv" / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, timeout=60, capture_output=True, text=True).stdout.strip()
+    Path(purelib, "tests-parent.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    return python
 
 
 @pytest.fixture
