@@ -104,3 +104,16 @@ def test_seed_scope_spellings_are_accepted(write_definitions):
     catalog = catalog_for(root)
     assert [catalog.tools[i].scope.value for i in "abc"] == ["server", "client", "all"]
     assert set(catalog.tools["c"].executors) == {"server", "client"}
+
+
+@pytest.mark.parametrize("script", ["scripts/a\\0b.js", "\\0"])
+def test_a_script_path_holding_a_nul_is_a_problem_at_its_node(tmp_path, script):
+    """A browser script path with a NUL character is a problem at the script's node, not a ValueError mid-build
+    (found by the definitions fuzz once hypothesis drew such a path)."""
+    (tmp_path / "t.yaml").write_text(
+        "tools:\n  - id: t1\n    name: T\n    user_description: x\n    ai_description: x\n    scope: client\n"
+        f"    binding:\n      browser: {{script: \"{script}\"}}\n")
+    with pytest.raises(DefinitionsInvalid) as caught:
+        build_catalog(load_definitions(tmp_path), Settings(definitions=tmp_path))
+    [problem] = caught.value.problems
+    assert (problem.file, problem.line) == ("t.yaml", 8) and "NUL" in problem.message, problem

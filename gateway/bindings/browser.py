@@ -33,9 +33,11 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
 
 def script_path(definition: ToolDefinition, root: Path) -> Path:
     declared = definition.binding["browser"]["script"]
+    where = ["binding", "browser", "script"]
+    if "\0" in declared:  # no file name holds one, and the OS calls below refuse it with a ValueError
+        raise BindingProblems([definition.problem(where, f"script {declared!r} holds a NUL character")])
     base = root.resolve()
     real = real_inside(base / declared, str(base))  # the rule YAML files follow too (gateway.paths)
-    where = ["binding", "browser", "script"]
     if Path(declared).is_absolute() or real is None:
         raise BindingProblems([definition.problem(where, f"script '{declared}' is outside the definitions directory")])
     path = Path(real)
