@@ -30,7 +30,7 @@ from jsonschema.exceptions import relevance
 from .argerrors import describe, excerpt
 from .catalog import Catalog, Tool
 from .context import CallContext
-from .contract_draws import INSTALL_HINT, CannotDraw, DrawsUnavailable, draw_arguments
+from .contract_draws import CannotDraw, DrawsUnavailable, draw_arguments
 from .errors import DefinitionsInvalid
 from .events import current_call
 from .example_checks import example_name
@@ -210,8 +210,8 @@ async def _generated(catalog: Catalog, tool: Tool, options: Options, report: Too
     deadline = time.monotonic() + options.time_budget_s
     try:
         argument_sets = draw_arguments(tool.input_schema, options.samples, options.seed, tool.id, deadline)
-    except DrawsUnavailable:
-        return Case(GENERATED, SKIPPED, where, INSTALL_HINT)
+    except DrawsUnavailable as exc:
+        return Case(GENERATED, SKIPPED, where, str(exc))
     except CannotDraw as exc:
         return Case(GENERATED, SKIPPED, where, f"cannot draw arguments from the input schema: {exc}")
     broken: list[tuple[Any, str]] = []

@@ -19,10 +19,15 @@ from collections.abc import Mapping
 from typing import Any
 
 INSTALL_HINT = "install tool-gateway[contract] for generated arguments"
+# hypothesis 6.170.10 dropped an internal (``many.more``) that hypothesis-jsonschema up to 0.23.1 calls for every
+# object schema; the contract extra bounds hypothesis below it, but another requirement may have pulled it up.
+INCOMPATIBLE_HINT = ("the installed hypothesis is newer than hypothesis-jsonschema {version} can draw with (it calls "
+                     "an internal hypothesis 6.170.10 removed): install tool-gateway[contract], which bounds "
+                     "hypothesis below 6.170.10, for generated arguments")
 
 
 class DrawsUnavailable(Exception):
-    """The contract extra is not installed."""
+    """The contract extra is not installed, or not in versions that work together; the message says what to do."""
 
 
 class CannotDraw(Exception):
@@ -52,9 +57,13 @@ def _draw(schema: Mapping[str, Any], count: int, seed: int, tool_id: str, deadli
     try:
         from hypothesis import HealthCheck, Phase, Verbosity, given, settings
         from hypothesis import seed as seeded
+        from hypothesis.internal.conjecture import utils as conjecture
+        from hypothesis_jsonschema import __version__ as jsonschema_draws_version
         from hypothesis_jsonschema import from_schema
     except ImportError:
         raise DrawsUnavailable(INSTALL_HINT) from None
+    if not hasattr(conjecture.many, "more") and _release(jsonschema_draws_version) <= (0, 23, 1):
+        raise DrawsUnavailable(INCOMPATIBLE_HINT.format(version=jsonschema_draws_version))
     try:
         strategy = from_schema(dict(schema))
     except Exception as exc:  # noqa: BLE001 — hypothesis-jsonschema raises several kinds for what it cannot do
@@ -82,3 +91,13 @@ def _draw(schema: Mapping[str, Any], count: int, seed: int, tool_id: str, deadli
 
 def _first_sentence(text: str) -> str:
     return text.split(". ")[0].rstrip(".")
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """The leading numbers of a version string: "0.23.1" -> (0, 23, 1)."""
+    numbers = []
+    for part in version.split("."):
+        if not part.isdigit():
+            break
+        numbers.append(int(part))
+    return tuple(numbers)

@@ -173,6 +173,20 @@ def test_without_hypothesis_examples_still_run(monkeypatch, capsys):
     assert "examples 2/2 passed" in tool_line(out, "square_root")
 
 
+def test_a_hypothesis_too_new_for_hypothesis_jsonschema_is_said_not_failed_per_tool(monkeypatch, capsys):
+    """With a hypothesis that lacks the internal hypothesis-jsonschema 0.23.1 calls (6.170.10 and later), examples
+    still run and the output says to install the contract extra's bounded versions (it was an AttributeError
+    on every tool)."""
+    from hypothesis.internal.conjecture import utils as conjecture
+
+    if hasattr(conjecture.many, "more"):
+        monkeypatch.delattr(conjecture.many, "more")
+    assert main(["test", str(EXAMPLES), "--tool", "square_root"]) == 0
+    out = capsys.readouterr().out
+    assert "hypothesis below 6.170.10" in out and "AttributeError" not in out
+    assert "examples 2/2 passed" in tool_line(out, "square_root")
+
+
 def test_example_arguments_that_break_the_derived_input_schema_are_a_definitions_problem(write_definitions):
     """An example whose arguments do not match the input schema derived from the Python signature is reported
     at the offending argument's file:line:col."""
