@@ -24,7 +24,7 @@ it a POST from ``front.Front``, below Starlette's exception and routing layers; 
 through them, to ``McpSurface.__call__``.
 
 A 2025-11-25 client may cancel a call with ``notifications/cancelled`` on its session: that notification still
-goes to the SDK, and a fast call it names is cancelled and answered ``-32800 Request cancelled`` as the SDK's
+goes to the SDK (which refuses another key's), and a fast call it names, if the same key made it, is cancelled and answered ``-32800 Request cancelled`` as the SDK's
 transport answers one.
 """
 
@@ -93,7 +93,9 @@ class FastPath:
         self.surface = surface
         self.types: Types | None = None
         self._server_info: dict[str, Any] = {}
-        self._cancellable: dict[tuple[str, Any], _Call] = {}  # (session id, request id) -> a call in flight
+        # (owner's key name, session id, request id) -> a call in flight: the owner is part of the key so that
+        # another key's notifications/cancelled naming the session never finds (and ends) the owner's call.
+        self._cancellable: dict[tuple[str | None, str, Any], _Call] = {}
 
     def types_loaded(self, types: Types) -> None:
         self.types = types
@@ -108,7 +110,7 @@ class FastPath:
         if not ENABLED or not JSON_RESPONSES or self.surface.traced or type(message) is not dict:
             return False
         if message.get("method") == "notifications/cancelled":
-            self._cancel(headers, message)
+            self._cancel(scope, headers, message)
             return False
         request = request_of(message)
         if request is None:
@@ -158,7 +160,7 @@ class FastPath:
         if typed is None:
             return False
         with session.serving():
-            cancellable = (session_id, coerce_id(request_id)) if session.held else None
+            cancellable = (scope[SCOPE_KEY].name, session_id, coerce_id(request_id)) if session.held else None
             outcome = await self._outcome(scope, headers, request_id, method, session.version, typed, types,
                                           cancellable)
             await _respond(send, 200, [(b"content-type", JSON_BYTES), (b"mcp-session-id", session_id.encode("latin-1")),
@@ -183,7 +185,7 @@ class FastPath:
     # -- the answer -----------------------------------------------------------------------------------------
 
     async def _outcome(self, scope: Scope, headers: Mapping[str, str], request_id: Any, method: str, version: str,
-                       typed: Any, types: Types, cancellable: tuple[str, Any] | None) -> _Outcome:
+                       typed: Any, types: Types, cancellable: tuple[str | None, str, Any] | None) -> _Outcome:
         modern = version in types.modern
         caller = scope[SCOPE_KEY]
         call = _Call() if cancellable is not None else None
@@ -254,7 +256,7 @@ class FastPath:
                 shaped["_meta"] = {**(meta or {}), types.server_info_key: dict(self._server_info)}
         return shaped
 
-    def _cancel(self, headers: Mapping[str, str], message: dict[str, Any]) -> None:
+    def _cancel(self, scope: Scope, headers: Mapping[str, str], message: dict[str, Any]) -> None:
         session_id = headers.get("mcp-session-id")
         params = message.get("params")
         if session_id is None or not isinstance(params, dict):
@@ -262,7 +264,7 @@ class FastPath:
         request_id = params.get("requestId")
         if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
             return
-        call = self._cancellable.get((session_id, coerce_id(request_id)))
+        call = self._cancellable.get((scope[SCOPE_KEY].name, session_id, coerce_id(request_id)))
         if call is not None and not call.cancelled:
             call.cancel()
 

@@ -265,6 +265,55 @@ async def test_a_cancelled_fast_call_is_answered_as_the_sdk_answers_it(write_def
     assert answers[0][1]["error"] == {"code": -32800, "message": "Request cancelled"}
 
 
+RELEASED_PY = '''
+import asyncio
+
+started = False
+released = False
+
+
+async def held() -> str:
+    global started
+    started = True
+    while not released:
+        await asyncio.sleep(0.01)
+    return "finished"
+'''
+
+
+async def test_another_key_cannot_cancel_a_session_owners_call(write_definitions, start_server, monkeypatch):
+    """notifications/cancelled sent by one key on another key's 2025-11-25 session is refused (404) and leaves
+    the owner's call in flight to finish with its result, through the fast path as through the SDK."""
+    module = "mcp_fast_held"
+    root = write_definitions({f"python/{module}.py": RELEASED_PY, "tools.yaml": f"""
+        tools:
+          - id: held
+            name: held
+            user_description: u
+            ai_description: a
+            timeout_s: 120
+            binding: {{python: "{module}:held"}}
+        """})
+    served = start_server(root, api_keys=API_KEYS)
+    answers = []
+    async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
+        for enabled in (True, False):
+            monkeypatch.setattr(mcp_fast, "ENABLED", enabled)
+            session = Exchange(served.url, monkeypatch).session(ADMIN_KEY)
+            call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "held", "arguments": {}}}
+            pending = asyncio.ensure_future(http.post("/mcp", json=call, headers=_legacy(session, ADMIN_KEY)))
+            await until_async(lambda: module in sys.modules and sys.modules[module].started, "the tool to start")
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}}
+            refused = await http.post("/mcp", json=cancel, headers=_legacy(session, READER_KEY))
+            sys.modules[module].released = True
+            answered = await pending
+            sys.modules[module].started = sys.modules[module].released = False
+            answers.append((refused.status_code, answered.status_code, answered.json()))
+    assert answers[0] == answers[1]
+    assert answers[0][0] == 404
+    assert answers[0][2]["result"]["content"][0]["text"] == "finished"
+
+
 @pytest.mark.parametrize("cursor", ["²", "9" * 5000], ids=["a superscript digit", "5,000 digits"])
 def test_a_cursor_that_is_not_a_page_number_is_invalid_params_not_an_internal_error(start_server, shared_examples,
                                                                                       cursor):
