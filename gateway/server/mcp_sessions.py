@@ -58,6 +58,7 @@ RECORD = "mcp-session:"
 CLOSED = "mcp-session-closed"  # channel: the id of a session a client deleted
 SESSION_TTL_S = 1800.0  # as the SDK's idle timeout: a session unused this long is gone everywhere
 RENEW_EVERY_S = 60.0
+MISSHAPEN_REMEMBERED = 1024  # ids of records of the wrong shape already logged
 RETRY_LISTEN_S = 1.0  # between attempts to listen for closed sessions while the shared state is unreachable
 
 
@@ -75,6 +76,7 @@ class SharedSessions:
         self.owners: dict[str, str | None] = {}  # session id -> the API key that opened it, for sessions opened here
         self.streams: dict[str, set[StreamableHTTPServerTransport]] = {}  # GET streams served here from records
         self.tasks: set[asyncio.Task[None]] = set()
+        self.misshapen: set[str] = set()  # ids whose record had the wrong shape, logged once
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, body: bytes | None, owner: str | None) -> None:
         """Serve one ``/mcp`` request (``body``: a POST's, already read and screened)."""
@@ -204,7 +206,17 @@ class SharedSessions:
         raw = await self.state.get(RECORD + session_id)
         if raw is None:
             return None
-        record = json.loads(raw)
+        record = _well_shaped(raw)
+        if record is None:
+            # Another writer's or a corrupt value: as missing (the SDK's 404), never a 500. Logged once per id,
+            # not per request (a client retrying must not flood the log); the memory of ids logged is bounded.
+            if session_id not in self.misshapen:
+                if len(self.misshapen) >= MISSHAPEN_REMEMBERED:
+                    self.misshapen.clear()
+                self.misshapen.add(session_id)
+                log.warning("MCP session %s: its shared record has the wrong shape; treated as missing",
+                            session_id[:16])
+            return None
         if record.get("owner") != owner:
             if not quiet:
                 log.warning("MCP session %s refused: opened with another API key", session_id[:16])
@@ -352,6 +364,19 @@ class SharedSessions:
                 await task
             for pending in list(self.tasks):
                 pending.cancel()
+
+
+def _well_shaped(raw: bytes) -> dict[str, Any] | None:
+    """A session record as ``_store`` writes it, or None for any other value."""
+    try:
+        record = json.loads(raw)
+    except ValueError:  # not JSON, or not UTF-8
+        return None
+    if (type(record) is not dict or record.get("version") not in HANDSHAKE_PROTOCOL_VERSIONS
+            or "owner" not in record or not isinstance(record["owner"], str | None)
+            or not all(isinstance(record.get(k), dict | None) for k in ("client_info", "capabilities"))):
+        return None
+    return record
 
 
 def _initialize_params(body: bytes) -> dict[str, Any] | None:

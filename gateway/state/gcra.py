@@ -28,11 +28,15 @@ local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 local calls = tonumber(ARGV[1])
 local period = tonumber(ARGV[2]) * 1000
 local interval = period / calls
-local tat = tonumber(redis.call('GET', KEYS[1]) or now)
-if tat < now then tat = now end
+-- A value no limit could have stored (not a number, or a TAT past now + period: left by another writer or
+-- corruption, maybe without a TTL) counts as missing rather than refusing the limit forever.
+local tat = tonumber(redis.call('GET', KEYS[1]) or now) or now
+if tat < now or tat > now + period then tat = now end
 local new_tat = tat + interval
 local allowed_at = new_tat - period
 if allowed_at > now then
+  -- Refused: the TAT stays, but its TTL is re-asserted every time, so no key outlives its limit.
+  redis.call('PEXPIRE', KEYS[1], math.ceil(tat - now) + 1)
   return {0, tostring(allowed_at - now)}
 end
 redis.call('SET', KEYS[1], tostring(new_tat), 'PX', math.ceil(new_tat - now) + 1)

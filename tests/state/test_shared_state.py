@@ -136,3 +136,28 @@ async def test_the_first_command_after_a_redis_restart_succeeds(redis_server) ->
         assert await store.get("y") == b"2"
     finally:
         await store.aclose()
+
+
+@pytest.mark.parametrize("stored", [b"99999999999999999", b"not a number"], ids=["far future", "not a number"])
+async def test_a_corrupt_rate_limit_key_without_ttl_neither_refuses_forever_nor_fails(redis_server, stored) -> None:
+    """A rate-limit key left without a TTL holding a value no limit could have stored (a TAT past now + period, or
+    not a number) counts as missing: the call is taken, and the key gets a TTL again."""
+    state = RedisState(redis_server.url, prefix="t:")
+    try:
+        await state.client.set("t:rate:tool:x", stored)  # written without PX, as after corruption
+        assert await state.acquire("tool:x", 10, 60) == 0.0
+        assert 0 < await state.client.pttl("t:rate:tool:x") <= 60_000 + 1
+    finally:
+        await state.aclose()
+
+
+async def test_a_refused_rate_limit_re_asserts_its_ttl(redis_server) -> None:
+    """Every take, refused or not, re-asserts the rate-limit key's TTL: a key whose TTL was lost gets one back."""
+    state = RedisState(redis_server.url, prefix="t:")
+    try:
+        assert await state.acquire("tool:y", 1, 60) == 0.0
+        await state.client.persist("t:rate:tool:y")
+        assert await state.acquire("tool:y", 1, 60) > 0
+        assert 0 < await state.client.pttl("t:rate:tool:y") <= 60_000 + 1
+    finally:
+        await state.aclose()
