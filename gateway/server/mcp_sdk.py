@@ -29,6 +29,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolRequestParams, PaginatedRequestParams
 
+from ..cluster import DEFAULT_HEARTBEAT_S
 from .auth import SCOPE_KEY
 from .mcp_fast import CACHE_HINTS, JSON_RESPONSES, SERVER_NAME, SERVER_TITLE, ProtocolError, Surface
 from .mcp_sessions import SharedSessions
@@ -87,7 +88,8 @@ class SdkServer:
             # are not rebuilt (a pydantic model) on every request.
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
         # 2025-11-25 sessions any replica serves, from records in the shared state (gateway.server.mcp_sessions).
-        self.sessions = SharedSessions(surface.gateway.state, self.manager, self.connections, self.held)
+        self.sessions = SharedSessions(surface.gateway.state, self.manager, self.connections, self.held,
+                                       float(settings.cluster.get("heartbeat_s", DEFAULT_HEARTBEAT_S)))
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:

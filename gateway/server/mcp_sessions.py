@@ -14,8 +14,9 @@ the SDK would answer 404. So:
   changes (every replica reloads from the same definitions).
 - DELETE anywhere deletes the record and tells every replica (publish on ``mcp-session-closed``), so the holder
   closes its session and any replica holding a GET stream for it ends that stream.
-- The store lost its records (Redis restarted without persistence): the holder notices when its subscription to
-  that channel breaks and, once the store answers again, stores the records of the sessions it still holds.
+- The store lost its records (Redis restarted without persistence, FLUSHALL, eviction): the holder notices when
+  its subscription to that channel breaks, or at the latest on its next check (every ``check_s``, the cluster's
+  heartbeat) that a mark of its own is gone from the store, and stores the records of the sessions it still holds.
 - No record: the SDK answers as it always does (404, "Session not found"). The shared state unreachable: HTTP 503
   with a JSON-RPC error naming it — only for requests that needed a record; sessions held here keep working.
 
@@ -31,6 +32,7 @@ import json
 import logging
 import math
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -58,6 +60,8 @@ RECORD = "mcp-session:"
 CLOSED = "mcp-session-closed"  # channel: the id of a session a client deleted
 SESSION_TTL_S = 1800.0  # as the SDK's idle timeout: a session unused this long is gone everywhere
 RENEW_EVERY_S = 60.0
+MARK = "mcp-sessions-mark:"  # + a replica's own id: see ``watch``
+MARK_LIVES = 3  # checks: a mark outlives a late check or two
 MISSHAPEN_REMEMBERED = 1024  # ids of records of the wrong shape already logged
 RETRY_LISTEN_S = 1.0  # between attempts to listen for closed sessions while the shared state is unreachable
 
@@ -66,8 +70,10 @@ class SharedSessions:
     """The session records of one MCP surface, and the requests served from them."""
 
     def __init__(self, state: SharedState, manager: StreamableHTTPSessionManager, connections: set[Any],
-                 held: dict[str, Connection]):
+                 held: dict[str, Connection], check_s: float):
         self.state = state
+        self.check_s = check_s  # how often the store is checked for the loss of what this replica wrote
+        self.mark = MARK + uuid.uuid4().hex  # this replica's: gone from the store when the store lost its data
         self.manager = manager
         self.connections = connections  # SdkServer's: connections to tell when the tools change
         self.held = held  # SdkServer's: the connection of each session held here, by its id
@@ -332,6 +338,19 @@ class SharedSessions:
                 lost = True
                 await asyncio.sleep(RETRY_LISTEN_S)
 
+    async def watch(self) -> None:
+        """For the surface's lifetime: every ``check_s``, whether the store still holds this replica's mark; when
+        not, it lost its data (a loss the subscription need not see, such as FLUSHALL or eviction), and the
+        records of the sessions held here are stored again, then the mark."""
+        while True:
+            try:
+                if not await self.state.touch(self.mark, MARK_LIVES * self.check_s):
+                    await self._store_again()
+                    await self.state.put(self.mark, b"", MARK_LIVES * self.check_s)
+            except StateUnavailable as exc:
+                log.debug("cannot check the MCP session records: %s", exc)
+            await asyncio.sleep(self.check_s)
+
     async def _store_again(self) -> None:
         """The records of the sessions held here, stored again: the store may have come back empty. (A session
         deleted meanwhile elsewhere comes back until it idles out here: its DELETE reached no replica then.)"""
@@ -355,13 +374,16 @@ class SharedSessions:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        task = asyncio.create_task(self.listen(), name="mcp-session-closed")
+        services = [asyncio.create_task(self.listen(), name="mcp-session-closed")]
+        if self.state.kind != "memory":  # this process's memory loses nothing another replica needs
+            services.append(asyncio.create_task(self.watch(), name="mcp-session-records"))
         try:
             yield
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            for task in services:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             for pending in list(self.tasks):
                 pending.cancel()
 

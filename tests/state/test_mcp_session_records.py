@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 import redis
-from support import EXAMPLES, running
+from support import EXAMPLES, running, until
 
 LEGACY = "2025-11-25"
 ACCEPT = {"Accept": "application/json, text/event-stream"}
@@ -48,6 +48,12 @@ def call(url: str, session: str) -> httpx.Response:
                       headers=ACCEPT | {"Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY})
 
 
+def answered(url: str, session: str) -> httpx.Response | None:
+    """The call's answer, or None while the session is not found (404) or the store is down (503)."""
+    answer = call(url, session)
+    return None if answer.status_code in (404, 503) else answer
+
+
 @pytest.mark.parametrize("stored", [b"{not json", b"[1, 2]", b"\xff\xfe", b'{"owner": null}'],
                          ids=["not JSON", "a list", "not UTF-8", "no fields"])
 def test_a_session_record_of_the_wrong_shape_is_not_found_never_a_500(replicas, redis_server, stored, caplog):
@@ -60,3 +66,27 @@ def test_a_session_record_of_the_wrong_shape_is_not_found_never_a_500(replicas, 
     assert [a.status_code for a in answers] == [404, 404, 404]
     assert answers[0].json()["error"]["message"] == "Session not found"
     assert len([r for r in caplog.records if "wrong shape" in r.getMessage()]) == 1
+
+
+def test_a_session_held_by_one_replica_is_served_by_another_after_redis_restarts_empty(replicas, redis_server):
+    """After Redis restarts without persistence, the replica holding a session stores its record again on its
+    own (no request to it needed), so a call through the other replica is answered, not 404."""
+    a, b = replicas
+    session = open_session(a)
+    assert call(b, session).status_code == 200
+    redis_server.stop()
+    redis_server.start()  # the same port, no data
+    answer = until(lambda: answered(b, session), "the holding replica to store the session's record again")
+    assert answer.status_code == 200 and '"isError":false' in answer.text.replace(" ", "")
+
+
+def test_a_holding_replica_stores_its_records_again_when_the_store_loses_them_without_a_restart(replicas,
+                                                                                                 redis_server):
+    """When the store loses a held session's record while every connection stays up (FLUSHALL, eviction), the
+    holding replica notices on its next check and stores it again, so the other replica answers, not 404."""
+    a, b = replicas
+    session = open_session(a)
+    redis.Redis.from_url(redis_server.url).flushall()
+    answer = until(lambda: answered(b, session), "the holding replica to store the session's record again",
+                   timeout=15)
+    assert answer.status_code == 200 and '"isError":false' in answer.text.replace(" ", "")
