@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -79,6 +80,10 @@ class Settings:
     allowed_origins: tuple[str, ...] = ()
     # Live browser-bridge sessions one client address may hold (behind a reverse proxy: all pages share one).
     bridge_sessions_per_client: int = 20
+    # MCP 2025-11-25 sessions (gateway.server.mcp_sessions): how many one principal (an API key's name; later an
+    # OAuth user) may hold open on one replica, and how long an unused session lives before it is closed.
+    mcp_sessions_per_key: int = 100
+    mcp_session_idle_s: float = 1800.0
     api_keys: tuple[ApiKey, ...] = ()
     # LLM providers and the chat loop's limits; interpreted by gateway.loop.
     providers: Mapping[str, Any] = field(default_factory=dict)
@@ -169,6 +174,7 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for name in ("definitions", "host", "port", "reload", "reload_poll", "default_timeout_s", "max_result_chars",
                  "max_body_bytes", "max_concurrent_calls", "bridge_sessions_per_client", "log_level",
+                 "mcp_sessions_per_key", "mcp_session_idle_s",
                  "max_concurrent_calls_per_tool", "max_file_bytes", "max_yaml_nodes", "reload_timeout_s",
                  "import_timeout_s", "header_timeout_s", "keepalive_timeout_s", "max_header_bytes", "return_schema",
                  "log_format", "audit_log", "audit_max_bytes", "audit_backups", "slo_window_s", "tracing"):
@@ -219,6 +225,9 @@ def _coerce(values: dict[str, Any]) -> Settings:
         if name in changes and changes[name] not in allowed:
             raise SettingsInvalid(f"setting '{name}': invalid value {changes[name]!r} "
                                   f"(use one of: {', '.join(allowed)})")
+    for name in ("mcp_sessions_per_key", "mcp_session_idle_s"):
+        if name in changes and not (0 < changes[name] < math.inf):
+            raise SettingsInvalid(f"setting '{name}': must be a positive finite number, got {changes[name]!r}")
     if "log_level" in changes:
         level = str(changes["log_level"]).lower()
         if level not in LOG_LEVELS:

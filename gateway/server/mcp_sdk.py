@@ -84,12 +84,14 @@ class SdkServer:
         settings = surface.gateway.settings
         self.manager = StreamableHTTPSessionManager(
             self.server, json_response=JSON_RESPONSES, max_request_body_size=settings.max_body_bytes,
+            session_idle_timeout=settings.mcp_session_idle_s,
             # Host and Origin are checked app-wide (front.Front); given explicitly, the SDK's settings
             # are not rebuilt (a pydantic model) on every request.
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
         # 2025-11-25 sessions any replica serves, from records in the shared state (gateway.server.mcp_sessions).
         self.sessions = SharedSessions(surface.gateway.state, self.manager, self.connections, self.held,
-                                       float(settings.cluster.get("heartbeat_s", DEFAULT_HEARTBEAT_S)))
+                                       float(settings.cluster.get("heartbeat_s", DEFAULT_HEARTBEAT_S)),
+                                       settings.mcp_sessions_per_key)
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:

@@ -6,7 +6,10 @@ the SDK would answer 404. So:
 
 - ``initialize`` answered here: before the client sees the session id, its record is stored under
   ``mcp-session:<id>`` — the negotiated protocol version, the client's info and capabilities, and the API key that
-  opened it — for ``SESSION_TTL_S``, renewed (at most every ``RENEW_EVERY_S``) while the session is used anywhere.
+  opened it — for the SDK's idle timeout (``mcp_session_idle_s``), renewed (at most every ``RENEW_EVERY_S``, or
+  half the timeout) while the session is used anywhere.
+- ``initialize`` by a key (the principal: an API key's name) already holding ``mcp_sessions_per_key`` sessions
+  here is refused with HTTP 429 and a JSON-RPC error naming the cap; other keys still open sessions.
 - A request naming a session this replica does not hold, whose record exists (and was opened by the same key), is
   served here on a transport of its own, born initialised from the record, in the manner of the SDK's stateless
   mode: one transport per request, no back-channel (the gateway's tools send nothing to the client during a call).
@@ -45,7 +48,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager, _er
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.transport_context import TransportContext
-from mcp_types import INTERNAL_ERROR
+from mcp_types import INTERNAL_ERROR, INVALID_REQUEST
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from starlette.datastructures import Headers
 from starlette.responses import Response
@@ -58,7 +61,7 @@ from .mcp_fast import FastSession
 log = logging.getLogger("gateway.mcp")
 RECORD = "mcp-session:"
 CLOSED = "mcp-session-closed"  # channel: the id of a session a client deleted
-SESSION_TTL_S = 1800.0  # as the SDK's idle timeout: a session unused this long is gone everywhere
+SESSION_TTL_S = 1800.0  # with no idle timeout given to the SDK: a session unused this long is gone everywhere
 RENEW_EVERY_S = 60.0
 MARK = "mcp-sessions-mark:"  # + a replica's own id: see ``watch``
 MARK_LIVES = 3  # checks: a mark outlives a late check or two
@@ -70,8 +73,12 @@ class SharedSessions:
     """The session records of one MCP surface, and the requests served from them."""
 
     def __init__(self, state: SharedState, manager: StreamableHTTPSessionManager, connections: set[Any],
-                 held: dict[str, Connection], check_s: float):
+                 held: dict[str, Connection], check_s: float, per_key: int):
         self.state = state
+        self.per_key = per_key  # sessions one principal (the opening key's name) may hold open here
+        # The record lives as long as the SDK keeps an unused session (its idle timeout), renewed well within that.
+        self.ttl_s = manager.session_idle_timeout or SESSION_TTL_S
+        self.renew_s = min(RENEW_EVERY_S, self.ttl_s / 2)
         self.check_s = check_s  # how often the store is checked for the loss of what this replica wrote
         self.mark = MARK + uuid.uuid4().hex  # this replica's: gone from the store when the store lost its data
         self.manager = manager
@@ -95,6 +102,13 @@ class SharedSessions:
         if session_id is None:
             opening = _initialize_params(body) if body is not None else None
             if opening is not None:
+                if self._over_cap(owner):
+                    await _error_response(
+                        f"Too many open MCP sessions for this API key: it holds {self.per_key} "
+                        f"(mcp_sessions_per_key). Close one (DELETE /mcp with its Mcp-Session-Id), let one idle "
+                        "out, or ask the admin to raise mcp_sessions_per_key.", 429, INVALID_REQUEST,
+                    )(scope, receive, send)
+                    return
                 send = self._recording(send, opening, owner)
             await self.manager.handle_request(scope, receive, send)
             return
@@ -122,6 +136,14 @@ class SharedSessions:
         await self._serve_from_record(session_id, record, scope, receive, send)
         if not deleting:
             self._used(session_id)
+
+    def _over_cap(self, owner: str | None) -> bool:
+        """Whether ``owner`` already holds ``per_key`` sessions here. Refused rather than evicting the key's least
+        recently used session: a client's own live sessions never end behind its back. (Counted over the
+        sessions held here — at most the SDK's global cap — only when a session opens.)"""
+        held = self.manager._server_instances  # the SDK's table: sessions that idled out or ended are gone from it
+        return sum(1 for session_id, opener in self.owners.items()
+                   if opener == owner and session_id in held) >= self.per_key
 
     async def fast_session(self, session_id: str, owner: str | None) -> FastSession | None:
         """The session a fast-path request names, when ``handle`` would serve it as the SDK does (held here,
@@ -198,7 +220,7 @@ class SharedSessions:
         self.opened[session_id] = value
         self.owners[session_id] = owner
         try:
-            await self.state.put(RECORD + session_id, value, SESSION_TTL_S)
+            await self.state.put(RECORD + session_id, value, self.ttl_s)
         except StateUnavailable as exc:
             # The session works on this replica; elsewhere its requests fail (503, then 404 once the store is back
             # without the record) until the client opens a new one.
@@ -251,12 +273,12 @@ class SharedSessions:
     def _used(self, session_id: str) -> None:
         """Renew the record of a session in use, in the background: a held session never waits on the store."""
         now = time.monotonic()
-        if now - self.renewed.get(session_id, 0.0) < RENEW_EVERY_S:
+        if now - self.renewed.get(session_id, 0.0) < self.renew_s:
             return
         self.renewed[session_id] = now
         if len(self.renewed) > 10_000:  # sessions never deleted: forget renewals older than a record lives
-            self.renewed = {k: t for k, t in self.renewed.items() if now - t < SESSION_TTL_S}
-        self._background(self.state.touch(RECORD + session_id, SESSION_TTL_S))
+            self.renewed = {k: t for k, t in self.renewed.items() if now - t < self.ttl_s}
+        self._background(self.state.touch(RECORD + session_id, self.ttl_s))
 
     def _background(self, step: Any) -> None:
         async def quietly() -> None:
@@ -356,7 +378,7 @@ class SharedSessions:
         deleted meanwhile elsewhere comes back until it idles out here: its DELETE reached no replica then.)"""
         self._forget_ended()
         for session_id, value in list(self.opened.items()):
-            await self.state.put(RECORD + session_id, value, SESSION_TTL_S)
+            await self.state.put(RECORD + session_id, value, self.ttl_s)
         if self.opened:
             log.info("stored the records of %d MCP session(s) held here again", len(self.opened))
 
