@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("gateway.cluster")
 REPLICAS = "replica:"
 DEFAULT_HEARTBEAT_S = 2.0
+MISSHAPEN_REMEMBERED = 1024  # keys of records of the wrong shape already logged
 
 
 @dataclass
@@ -50,6 +51,7 @@ class Replicas:
         self.heartbeat_s = float(gateway.settings.cluster.get("heartbeat_s", DEFAULT_HEARTBEAT_S))
         self.started = time.time()
         self.health = Health()
+        self.misshapen: set[str] = set()  # keys of records of the wrong shape, logged once
 
     def record(self) -> dict[str, Any]:
         last = self.gateway.last_reload
@@ -79,12 +81,29 @@ class Replicas:
             found = await self.gateway.state.scan(REPLICAS)
         except StateUnavailable as exc:
             return body | {"degraded": True, "reason": str(exc), "replicas": [], "same_version": None}
-        replicas = sorted((json.loads(v) for v in found.values()), key=lambda r: r["id"])
+        replicas = sorted(filter(None, (self._well_shaped(k, v) for k, v in found.items())), key=lambda r: r["id"])
         if not any(r["id"] == self.id for r in replicas):  # not yet registered (or the store lost it)
             replicas.append(self.record())
         versions = {r["version"] for r in replicas}
         return body | {"replicas": replicas, "same_version": len(versions) == 1,
                        "versions": sorted(versions)}
+
+    def _well_shaped(self, key: str, raw: bytes) -> dict[str, Any] | None:
+        """A replica record as ``beat`` writes it, or None for another writer's or a corrupt value: left out of the
+        list (never a 500), logged once per key (``/status`` is polled; the log must not grow with each poll)."""
+        try:
+            record = json.loads(raw)
+        except ValueError:  # not JSON, or not UTF-8
+            record = None
+        if (type(record) is dict and isinstance(record.get("id"), str) and isinstance(record.get("version"), str)
+                and isinstance(record.get("tools"), int)):
+            return record
+        if key not in self.misshapen:
+            if len(self.misshapen) >= MISSHAPEN_REMEMBERED:
+                self.misshapen.clear()
+            self.misshapen.add(key)
+            log.warning("replica record %s has the wrong shape; left out of the list", key[:80])
+        return None
 
     async def run(self) -> None:
         while True:

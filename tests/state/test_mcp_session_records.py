@@ -90,3 +90,15 @@ def test_a_holding_replica_stores_its_records_again_when_the_store_loses_them_wi
     answer = until(lambda: answered(b, session), "the holding replica to store the session's record again",
                    timeout=15)
     assert answer.status_code == 200 and '"isError":false' in answer.text.replace(" ", "")
+
+
+@pytest.mark.parametrize("stored", [b"{not json", b"[1]", b'{"id": 5}'], ids=["not JSON", "a list", "wrong fields"])
+def test_a_replica_record_of_the_wrong_shape_is_left_out_of_status_never_a_500(replicas, redis_server, stored):
+    """A replica-registry record another writer left in a shape no replica writes is left out of /status's list
+    of replicas, which still lists the live ones (never a 500)."""
+    a, _ = replicas
+    redis.Redis.from_url(redis_server.url).set("tool-gateway:replica:bogus", stored, ex=60)
+    status = httpx.get(f"{a}/status", timeout=30)
+    assert status.status_code == 200
+    listed = status.json()["cluster"]["replicas"]
+    assert len(listed) == 2 and all(isinstance(r["id"], str) for r in listed)
