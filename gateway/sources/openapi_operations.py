@@ -59,6 +59,7 @@ class Operations:
         self.server_url = server_url
         self.document_url = document_url
         self.unsatisfied: dict[str, int] = {}  # security scheme without a value -> operations that needed it
+        self.schemes: dict[str, Mapping[str, Any]] = {}  # security scheme name -> its object, resolved
 
     def tools(self) -> list[UpstreamTool]:
         found = []
@@ -94,9 +95,15 @@ class Operations:
         query: dict[str, Any] = {}
         headers: dict[str, Any] = {}
         path_arguments: dict[str, str] = {}
+        credentials = self._credentials(operation)
         for parameter, at in self._parameters(item, operation, where):
             location, original = parameter["in"], parameter["name"]
             if location == "header" and original.lower() in IGNORED_HEADERS | RESERVED_HEADERS:
+                continue
+            refused = self._refusal(location, original, credentials)
+            if refused:
+                self._problem(at, f"{location} parameter '{original}' {refused}: it is left out of the tool's "
+                                  "arguments")
                 continue
             key = original if original not in properties else f"{original}_{location}"
             properties[key] = self._parameter_schema(parameter, at)
@@ -134,6 +141,36 @@ class Operations:
         return UpstreamTool(name=name, title=summary or name, description=description or summary or name,
                             summary=summary, input_schema=schema, binding={"http": http},
                             annotations=_annotations(method))
+
+    @staticmethod
+    def _refusal(location: str, name: str, credentials: Mapping[tuple[str, str], str]) -> str | None:
+        """Why an argument may not set the parameter ``name`` (None: it may)."""
+        scheme = credentials.get((location, name.lower()))
+        if scheme is not None:  # two values upstream, the model's first: which one counts is the upstream's guess
+            return f"is where security scheme '{scheme}' sends the source's secret"
+        return None
+
+    def _credentials(self, operation: Mapping[str, Any]) -> dict[tuple[str, str], str]:
+        """(in, lower-cased name) → scheme, for every apiKey scheme the operation's security requirements name,
+        whether or not the source gives its value: a credential is the admin's to give, never the model's."""
+        found = {}
+        for requirement in self._requirements(operation):
+            for name in requirement:
+                scheme = self._scheme(name)
+                if scheme.get("type") == "apiKey" and scheme.get("in") in ("header", "query", "cookie"):
+                    found[scheme["in"], str(scheme.get("name", name)).lower()] = name
+        return found
+
+    def _requirements(self, operation: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        requirements = operation.get("security", self.data.get("security"))
+        return [r for r in requirements if isinstance(r, Mapping)] if isinstance(requirements, list) else []
+
+    def _scheme(self, name: str) -> Mapping[str, Any]:
+        if name not in self.schemes:  # resolved once: a broken $ref is one problem, not one per operation
+            schemes = _object(_object(self.data.get("components")).get("securitySchemes"))
+            self.schemes[name] = _object(self.converter.resolve(schemes.get(name, {}),
+                                                                ("components", "securitySchemes", name))[0])
+        return self.schemes[name]
 
     def _server(self, operation: Mapping[str, Any], item: Mapping[str, Any], where: Path) -> str | None:
         if self.server_url:
@@ -223,18 +260,16 @@ class Operations:
 
     def _security(self, operation: Mapping[str, Any], where: Path, query: dict[str, Any],
                   headers: dict[str, Any]) -> None:
-        requirements = operation.get("security", self.data.get("security"))
-        if not isinstance(requirements, list) or not requirements:
+        options = self._requirements(operation)
+        if not options:
             return
-        schemes = _object(_object(self.data.get("components")).get("securitySchemes"))
-        options = [r for r in requirements if isinstance(r, Mapping)]
         chosen = next((r for r in options if all(name in self.security_values for name in r)), None)
         if chosen is None:
-            for name in options[0] if options else ():
+            for name in options[0]:
                 self.unsatisfied[name] = self.unsatisfied.get(name, 0) + 1
             return
         for name in chosen:
-            scheme = _object(self.converter.resolve(schemes.get(name, {}), ("components", "securitySchemes", name))[0])
+            scheme = self._scheme(name)
             value = self.security_values[name]
             kind = scheme.get("type")
             if kind == "apiKey":

@@ -39,11 +39,12 @@ def operation(operation_id: str, **extra) -> dict:
     return {"operationId": operation_id, "responses": {"200": {"description": "ok"}}, **extra}
 
 
-def definitions(tmp_path: Path, doc: dict, source: str = "") -> Path:
+def definitions(tmp_path: Path, doc: dict, source: str = "", security: dict | None = None) -> Path:
     root = tmp_path / "defs"
     root.mkdir()
     (root / "api.json").write_text(json.dumps(doc))
-    (root / "api.yaml").write_text("sources:\n  - id: hostile\n    openapi: {spec: api.json}\n" + source)
+    openapi = json.dumps({"spec": "api.json", **({"security": security} if security else {})})
+    (root / "api.yaml").write_text(f"sources:\n  - id: hostile\n    openapi: {openapi}\n" + source)
     return root
 
 
@@ -175,3 +176,41 @@ def test_server_variables_are_fixed_at_build_and_never_an_argument(tmp_path, rec
     [request] = seen.requests
     assert request["path"] == "/api/x" and request["query"] == [["host", "169.254.169.254"]]
     assert request["headers"]["port"] == "80"
+
+
+def test_a_parameter_named_like_a_security_scheme_is_never_an_argument(tmp_path, recorder, monkeypatch):
+    """A header, query or cookie parameter with the name (in any case) of the apiKey scheme the source gives a
+    secret for is not offered to the model, and a warning says so: the upstream receives one value, the secret's,
+    never the model's before it."""
+    monkeypatch.setenv("API_KEY", SECRET)
+    seen, url = recorder
+    doc = document(url, {
+        "/h": {"get": operation("h", security=[{"in_header": []}], parameters=[
+            {"name": "x-api-key", "in": "header", "schema": {"type": "string"}}])},
+        "/q": {"get": operation("q", security=[{"in_query": []}], parameters=[
+            {"name": "API_KEY", "in": "query", "schema": {"type": "string"}}])},
+        "/c": {"get": operation("c", security=[{"in_cookie": []}], parameters=[
+            {"name": "SESSION", "in": "cookie", "schema": {"type": "string"}},
+            {"name": "page", "in": "query", "schema": {"type": "string"}}])},
+    })
+    doc["components"]["securitySchemes"] = {"in_header": {"type": "apiKey", "in": "header", "name": "X-Api-Key"},
+                                            "in_query": {"type": "apiKey", "in": "query", "name": "api_key"},
+                                            "in_cookie": {"type": "apiKey", "in": "cookie", "name": "session"}}
+    secret = "{{ secrets.API_KEY }}"
+    root = definitions(tmp_path, doc, security={"in_header": secret, "in_query": secret, "in_cookie": secret})
+    gateway = Gateway(Settings(definitions=root, reload=False))
+    for tool, parameter in (("h", "x-api-key"), ("q", "API_KEY"), ("c", "SESSION")):
+        assert parameter not in gateway.catalog.tools[tool].definition.input_schema["properties"], tool
+        assert any(f"parameter '{parameter}' is where security scheme" in w.message and w.severity == "warning"
+                   for w in gateway.catalog.warnings), [str(w) for w in gateway.catalog.warnings]
+    with serving(create_app(gateway)) as served:
+        for tool, parameter in (("h", "x-api-key"), ("q", "API_KEY"), ("c", "SESSION")):
+            refused = httpx.post(f"{served.url}/tools/{tool}/call", json={parameter: "model-chose"}, timeout=30)
+            assert refused.json()["is_error"] and "unexpected property" in refused.json()["error"], refused.text
+            answer = httpx.post(f"{served.url}/tools/{tool}/call", json={}, timeout=30)
+            assert answer.status_code == 200 and not answer.json()["is_error"], answer.text
+    assert "model-chose" not in json.dumps([seen.requests, seen.header_lists])
+    header, _, cookie = seen.header_lists
+    assert [value for name, value in header if name == "x-api-key"] == [SECRET], header
+    assert seen.requests[1]["query"] == [["api_key", SECRET]], seen.requests[1]
+    assert [value for name, value in cookie if name == "cookie"] == [f"session={SECRET}"], cookie

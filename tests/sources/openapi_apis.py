@@ -181,6 +181,8 @@ class Recorder:
     """The upstream: keeps every request and answers with it."""
 
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # Every request's headers as received, in order and repeats kept (``requests`` keeps the last of a name).
+    header_lists: list[list[tuple[str, str]]] = field(default_factory=list)
 
     async def handle(self, request: Request) -> JSONResponse:
         raw = await request.body()
@@ -188,6 +190,7 @@ class Recorder:
                 "headers": {k.lower(): v for k, v in request.headers.items()},
                 "json": json.loads(raw) if raw else None}
         self.requests.append(seen)
+        self.header_lists.append([(k.lower(), v) for k, v in request.headers.items()])
         return JSONResponse({"received": seen})
 
     def app(self) -> Starlette:
