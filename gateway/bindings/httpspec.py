@@ -20,6 +20,7 @@ import httpx
 from .. import secrets as secret_store
 from ..address import base_url
 from ..errors import Problem
+from ..header_rules import is_routing, is_transport
 from ..jsonselect import Selector, SelectorInvalid, compile_selector
 from ..templates import Compiled, Template, TemplateInvalid, compile_template, compile_value, environment, is_template
 from ..tool_definition import ToolDefinition
@@ -28,8 +29,6 @@ from . import BindingProblems, BuildEnv
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 DEFAULT_MAX_BYTES = 1_048_576
 RESPONSE_NAMES = frozenset({"result", "status", "args", "context"})
-# Set by the gateway from `url` and the body; a template (or an argument) must not be able to change them.
-RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 _URL = re.compile(r"^(?P<scheme>https?)://(?P<authority>[^/?#]*)(?P<path>[^?#]*)(?P<query>\?[^#]*)?(?P<fragment>#.*)?$",
                   re.IGNORECASE | re.DOTALL)
 # The gateway's own origin, at the start of a url only: fixed when the catalog is built, never by a call.
@@ -117,8 +116,9 @@ def parse(definition: ToolDefinition, env: BuildEnv) -> HttpBinding:
     body = problems.compile((body_kind,), spec[body_kind], typed=body_kind != "text") if body_kind else None
     response = _response(spec.get("response", {}), problems)
 
-    for part in ("query", "form", "headers", "json"):
-        _check_keys(spec.get(part), (part,), problems)
+    if definition.source is None:  # a generated binding's keys are a document's names: data, sent as written
+        for part in ("query", "form", "headers", "json"):
+            _check_keys(spec.get(part), (part,), problems)
     request_parts = [("url", path), ("query", query), (body_kind, body)]
     request_parts += [(("headers", name), compiled) for name, compiled in headers]
     _check_arguments(definition, [*request_parts, (("response", "template"), response.template)], problems)
@@ -205,21 +205,31 @@ def _parse_url(url: str, problems: _Problems) -> tuple[httpx.URL, str, str]:
 def _headers(spec: Mapping[str, Any], problems: _Problems) -> list[tuple[str, Compiled]]:
     headers = []
     for name, value in spec.items():
-        if name.lower() in RESERVED_HEADERS:
-            problems.add(("headers", name), f"header '{name}' is set by the gateway (from the url and the "
-                                            "body) and cannot be declared", key=True)
+        if is_transport(name):
+            problems.add(("headers", name), f"header '{name}' is set by the gateway (from the url, the body and "
+                                            "the connection) and cannot be declared", key=True)
             continue
         if isinstance(value, str) and UNSENDABLE_IN_HEADER.search(value.strip("\n")):
             problems.add(("headers", name), f"header '{name}' holds a line break or control character")
             continue
         compiled = problems.compile(("headers", name), value.strip("\n") if isinstance(value, str) else value)
-        if compiled is not None:
+        if compiled is not None and is_routing(name) and _reads_arguments(compiled):
+            problems.add(("headers", name), f"header '{name}' tells proxies and servers where a call comes from "
+                                            "or goes, or a proxy's credentials: an argument cannot set it (a fixed "
+                                            "value, a secret or a context field can)")
+        elif compiled is not None:
             headers.append((name, compiled))
     return headers
 
 
+def _reads_arguments(compiled: Compiled) -> bool:
+    """Whether a value holds anything an argument chose (``{{ args | tojson }}`` holds them all)."""
+    return bool(compiled.references.args) or "args" in compiled.references.whole
+
+
 def _check_keys(value: Any, where: tuple[str | int, ...], problems: _Problems) -> None:
-    """Keys (parameter, header and JSON member names) are sent as written: a template there is a mistake."""
+    """Keys (parameter, header and JSON member names) are sent as written: in YAML a template there is the
+    author's mistake."""
     if isinstance(value, dict):
         for key, item in value.items():
             if is_template(str(key)):

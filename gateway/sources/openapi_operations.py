@@ -7,8 +7,12 @@ top-level arguments — when it is a plain JSON object (``type: object`` with ``
 ``oneOf``/``anyOf``/``not`` at its top, no schema for ``additionalProperties``), none of its properties is also a
 parameter's name, and it is required or has no required property of its own (else "send it or not" would be
 lost). Otherwise it is one argument, ``body``. A parameter whose name two locations share (``id`` in the path and
-in the query) is ``<name>_<in>`` for the later one. The shapes are what a model handles best: flat, named
-arguments when the API allows, the API's own structure when it does not.
+in the query) is ``<name>_<in>`` for the later one. Left out, with a warning: a parameter where one of the
+operation's security schemes sends its secret (any case: the upstream would get the model's value beside the
+secret's), and a header parameter the gateway's client sets or a proxy reads (``gateway.header_rules``), named
+``Cookie``, or whose name no header can carry (``{{ x }}``). Other names are sent as written, ``{{ x }}`` too (a
+document is data). The shapes are what a model handles best: flat, named arguments when the API allows, the
+API's own structure when it does not.
 
 Binding: ``method``; ``url`` = the server URL (``server_url``, else the operation's, path's or document's
 ``servers[0]`` with its variables' defaults; a relative one is resolved against the document's URL) + the path,
@@ -28,6 +32,7 @@ from typing import Any
 from urllib.parse import urljoin
 
 from ..errors import Problem
+from ..header_rules import is_routing, is_sendable, is_transport
 from .expansion import UpstreamTool
 from .openapi_schema import Converter, Path
 
@@ -35,7 +40,6 @@ METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 LOCATIONS = ("path", "query", "header", "cookie")
 # OpenAPI: header parameters of these names SHALL be ignored (the body, security and Accept say them).
 IGNORED_HEADERS = frozenset({"accept", "content-type", "authorization"})
-RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PATH_PARAMETER = re.compile(r"\{([^{}/]+)\}")
 _TEMPLATE = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
@@ -98,7 +102,7 @@ class Operations:
         credentials = self._credentials(operation)
         for parameter, at in self._parameters(item, operation, where):
             location, original = parameter["in"], parameter["name"]
-            if location == "header" and original.lower() in IGNORED_HEADERS | RESERVED_HEADERS:
+            if location == "header" and original.lower() in IGNORED_HEADERS:
                 continue
             refused = self._refusal(location, original, credentials)
             if refused:
@@ -148,6 +152,16 @@ class Operations:
         scheme = credentials.get((location, name.lower()))
         if scheme is not None:  # two values upstream, the model's first: which one counts is the upstream's guess
             return f"is where security scheme '{scheme}' sends the source's secret"
+        if location != "header":
+            return None
+        if not is_sendable(name):
+            return "cannot be sent as a header name (a token: letters, digits and !#$%&'*+-.^_`|~ only)"
+        if is_transport(name):
+            return "is set by the gateway's HTTP client from the url, the body and the connection"
+        if is_routing(name):
+            return "tells proxies and servers where a call comes from or goes, or carries a proxy's credentials"
+        if name.lower() == "cookie":  # a second Cookie header beside the cookie parameters' and the scheme's
+            return "would be a second Cookie header: cookies are parameters `in: cookie`"
         return None
 
     def _credentials(self, operation: Mapping[str, Any]) -> dict[tuple[str, str], str]:

@@ -214,3 +214,53 @@ def test_a_parameter_named_like_a_security_scheme_is_never_an_argument(tmp_path,
     assert [value for name, value in header if name == "x-api-key"] == [SECRET], header
     assert seen.requests[1]["query"] == [["api_key", SECRET]], seen.requests[1]
     assert [value for name, value in cookie if name == "cookie"] == [f"session={SECRET}"], cookie
+
+
+def test_jinja_in_query_parameter_and_body_property_names_is_sent_as_written(tmp_path, recorder, monkeypatch):
+    """A query parameter and a body property named `{{ ... }}` build and reach the upstream under those very
+    characters (never rendered); a header parameter so named, which no header can carry, is left out with a
+    warning."""
+    monkeypatch.setenv("LEAKME", SECRET)
+    seen, url = recorder
+    body = {"required": True, "content": {"application/json": {"schema": {
+        "type": "object", "properties": {"{{ 7*7 }}": {"type": "string"}}}}}}
+    doc = document(url, {"/x": {"post": operation("x", requestBody=body, parameters=[
+        {"name": "{{ secrets.LEAKME }}", "in": "query", "schema": {"type": "string"}},
+        {"name": "{{ secrets.LEAKME }}", "in": "header", "schema": {"type": "string"}}])}})
+    gateway = Gateway(Settings(definitions=definitions(tmp_path, doc), reload=False))
+    schema = gateway.catalog.tools["x"].definition.input_schema
+    assert set(schema["properties"]) == {"{{ secrets.LEAKME }}", "{{ 7*7 }}"}, schema
+    assert any("header parameter '{{ secrets.LEAKME }}' cannot be sent as a header name" in w.message
+               for w in gateway.catalog.warnings), [str(w) for w in gateway.catalog.warnings]
+    with serving(create_app(gateway)) as served:
+        arguments = {"{{ secrets.LEAKME }}": "q", "{{ 7*7 }}": "b"}
+        answer = httpx.post(f"{served.url}/tools/x/call", json=arguments, timeout=30)
+        assert answer.status_code == 200 and not answer.json()["is_error"], answer.text
+    [request] = seen.requests
+    assert request["query"] == [["{{ secrets.LEAKME }}", "q"]] and request["json"] == {"{{ 7*7 }}": "b"}, request
+    assert SECRET not in json.dumps(seen.requests)
+
+
+PROXY_AND_CONNECTION_HEADERS = ["Forwarded", "X-Forwarded-For", "x-forwarded-host", "X-Original-URL",
+                                "X-Rewrite-URL", "Proxy-Authorization", "proxy-connection", "Cookie", "Upgrade",
+                                "TE", "Connection", "Keep-Alive", "Trailer", "Transfer-Encoding", "Content-Length",
+                                "HOST"]
+
+
+def test_header_parameters_for_proxies_and_the_connection_are_never_arguments(tmp_path, recorder):
+    """Header parameters a proxy reads as where a call comes from or goes (Forwarded, X-Forwarded-*, X-Original-URL,
+    Proxy-*), or that the connection and the body decide (Upgrade, TE, Content-Length, ...), or a second Cookie
+    header, are left out of the tool's arguments with a warning each, in any case; the others are sent."""
+    seen, url = recorder
+    parameters = [{"name": name, "in": "header", "schema": {"type": "string"}}
+                  for name in [*PROXY_AND_CONNECTION_HEADERS, "X-Request-Id"]]
+    doc = document(url, {"/x": {"get": operation("x", parameters=parameters)}})
+    gateway = Gateway(Settings(definitions=definitions(tmp_path, doc), reload=False))
+    assert list(gateway.catalog.tools["x"].definition.input_schema["properties"]) == ["X-Request-Id"]
+    warned = " ".join(w.message for w in gateway.catalog.warnings)
+    assert all(f"header parameter '{name}' " in warned for name in PROXY_AND_CONNECTION_HEADERS), warned
+    with serving(create_app(gateway)) as served:
+        answer = httpx.post(f"{served.url}/tools/x/call", json={"X-Request-Id": "r-1"}, timeout=30)
+        assert answer.status_code == 200 and not answer.json()["is_error"], answer.text
+    [headers] = seen.header_lists
+    assert ("x-request-id", "r-1") in headers, headers

@@ -129,3 +129,37 @@ def test_each_mistake_is_reported_at_its_node(problems, line, column, fragment):
 def test_nothing_else_is_reported(problems):
     """The broken file yields exactly the expected problems: no duplicates, no noise."""
     assert len(problems) == len(EXPECTED)
+
+
+PROXY_HEADERS = r"""
+tools:
+  - id: proxied
+    name: T
+    user_description: u
+    ai_description: a
+    input_schema: {type: object, properties: {ip: {type: string}, url: {type: string}}}
+    binding:
+      http:
+        url: http://127.0.0.1:9/a
+        headers:
+          X-Forwarded-For: "{{ args.ip }}"
+          x-original-url: "/admin{{ args.url }}"
+          Proxy-Authorization: "{{ args | tojson }}"
+          Forwarded: "for={{ context.user }}"
+          X-Forwarded-Proto: https
+          Proxy-Authorization-Note: "by {{ secrets.PROXY_USER }}"
+          Keep-Alive: timeout=5
+          TE: trailers
+"""
+
+
+def test_proxy_headers_from_arguments_and_connection_headers_are_refused(tmp_path):
+    """A YAML binding may fix a proxy-read header (or give it a secret or a context field) but never take it from
+    an argument, and never declares a hop-by-hop one; one list with OpenAPI's, in any case."""
+    (tmp_path / "proxied.yaml").write_text(PROXY_HEADERS.lstrip("\n"), encoding="utf-8")
+    with pytest.raises(DefinitionsInvalid) as caught:
+        catalog_for(tmp_path)
+    errors = [(p.line, p.message) for p in caught.value.problems if p.severity == "error"]
+    assert [line for line, _ in errors] == [11, 12, 13, 17, 18], errors
+    assert all("an argument cannot set it" in message for _, message in errors[:3]), errors
+    assert all("is set by the gateway" in message for _, message in errors[3:]), errors
