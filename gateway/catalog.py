@@ -238,7 +238,8 @@ def _build_per_file(definitions: Definitions, settings: Settings, env: BuildEnv,
 def _source_env(definitions: Definitions, settings: Settings, env: BuildEnv) -> SourceEnv:
     wait_s = min(SOURCES_WAIT_S, settings.reload_timeout_s / 2)
     return SourceEnv(settings=settings, root=definitions.root, limits=YamlLimits.from_settings(settings),
-                     wait_s=wait_s, deadline=time.monotonic() + wait_s, gateway=env.bridge, events=env.events)
+                     wait_s=wait_s, deadline=time.monotonic() + wait_s, gateway=env.bridge, events=env.events,
+                     connect=env.connect_sources)
 
 
 def _plugin_env(loaded: PluginDefinitions, env: BuildEnv, cache: BuildCache) -> BuildEnv:

@@ -9,6 +9,13 @@ Drafts keep caches of their own, apart from the running gateway's (which serve o
 the same file again re-parses that file and rebuilds its tools only. Checks run one at a time; a check that runs
 out of time is abandoned with its caches, as ``Gateway`` abandons a reload. Nothing built here is served, so the
 build needs neither the gateway's HTTP client nor its event stream.
+
+A check never starts a process or makes a request that the served catalog does not already make: an upstream
+(`sources:` with an MCP server, an OpenAPI `url`) is checked as declared, statically, and its tools are the ones
+the running gateway last listed for the same upstream settings; an upstream it has not listed is a warning, read
+when the file is saved and the catalog reloads (``gateway.sources.select``). Any admin key — and, with auth off,
+any page on the machine that gets past the console's token — may send a draft: building it live ran the
+command of an MCP source it declared.
 """
 
 from __future__ import annotations
@@ -71,7 +78,7 @@ class DraftChecker:
 
         def run() -> tuple[Problem, ...]:
             loaded.draft = (file, text)
-            env = BuildEnv(settings=self.settings, root=self.settings.definitions)
+            env = BuildEnv(settings=self.settings, root=self.settings.definitions, connect_sources=False)
             try:
                 definitions, plugins = load_all(self.settings, loaded)
                 catalog = build_catalog(definitions, self.settings, env, built, plugins)

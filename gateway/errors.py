@@ -11,6 +11,7 @@
     ├── PayloadTooLarge             request body over the limit (413)
     ├── Unauthorized                missing or wrong API key (401)
     ├── Forbidden                   the key may not use that tool or operation (403)
+    ├── UnsupportedMediaType        an admin write whose body is not said to be JSON (415)
     ├── server.admin_files.NotFound   no such definitions file (404, the console's editor)
     ├── server.admin_files.Conflict   the file exists, or changed on disk since it was opened (409)
     ├── state.StateUnavailable      the shared state (Redis) cannot be reached (503)
@@ -105,3 +106,7 @@ class Unauthorized(GatewayError):
 
 class Forbidden(GatewayError):
     status = 403
+
+
+class UnsupportedMediaType(GatewayError):
+    status = 415

@@ -39,6 +39,42 @@ CHROMIUM = "/usr/bin/chromium"  # Debian's, driven by Playwright
 NODE_MODULES = Path(__file__).resolve().parent / "clients" / "node_modules"
 
 
+class ConsoleToken(httpx.Auth):
+    """Admin writes as the console sends them with auth off: with the token ``GET /admin/api/token`` answers
+    (``gateway.server.admin_writes``). Any other request goes as it is (a stream stays a stream: only the token's
+    answer is read)."""
+
+    @staticmethod
+    def _asking(request: httpx.Request) -> httpx.Request | None:
+        if request.method == "GET" or not request.url.path.startswith("/admin/") or "x-gateway-token" in request.headers:
+            return None
+        return httpx.Request("GET", request.url.copy_with(path="/admin/api/token", query=None))
+
+    @staticmethod
+    def _use(request: httpx.Request, asked: httpx.Response) -> None:
+        if asked.status_code == 200:
+            request.headers["X-Gateway-Token"] = asked.json()["token"]
+
+    def sync_auth_flow(self, request: httpx.Request) -> Any:
+        asking = self._asking(request)
+        if asking is not None:
+            asked = yield asking
+            asked.read()
+            self._use(request, asked)
+        yield request
+
+    async def async_auth_flow(self, request: httpx.Request) -> Any:
+        asking = self._asking(request)
+        if asking is not None:
+            asked = yield asking
+            await asked.aread()
+            self._use(request, asked)
+        yield request
+
+
+CONSOLE = ConsoleToken()
+
+
 def needs_node_modules(*paths: str) -> Any:
     """Skip a test whose npm packages are not installed, except in CI, where README's command installs them: there
     a missing package fails the test instead of hiding it."""

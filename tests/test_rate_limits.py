@@ -12,7 +12,7 @@ import httpx
 import pytest
 from fake_llm import FakeLLM, Reply, openai_provider
 from mcp import Client
-from support import serving
+from support import CONSOLE, serving
 
 from gateway.bindings import BuildEnv
 from gateway.catalog import build_catalog
@@ -195,7 +195,7 @@ async def test_a_reload_keeps_counting(definitions):
         for _ in range(3):
             assert (await client.post("/tools/limited_echo/call", json={"text": "x"})).status_code == 200
         (definitions / "limited.yaml").write_text(LIMITED.replace("Says its text back.", "Echoes."))
-        reloaded = await client.post("/admin/reload")
+        reloaded = await client.post("/admin/reload", auth=CONSOLE)
         after = await client.post("/tools/limited_echo/call", json={"text": "x"})
 
     assert reloaded.status_code == 200 and reloaded.json()["changed"] is True

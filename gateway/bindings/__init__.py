@@ -61,6 +61,8 @@ class BuildEnv:
     # trusted inside ``package`` (never <definitions>/python/), and its python/ modules are <modules>.python.<name>.
     package: str = ""
     modules: str = ""
+    # False for a draft check (gateway.drafts): its `sources:` start no process and fetch nothing.
+    connect_sources: bool = True
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,14 @@
 ``POST /admin/reload``, which rebuilds the catalog now and answers with the outcome.
 
 Everything but the page and its assets needs an admin key (``Authorization: Bearer <key>``) or, with auth off,
-a loopback caller (``Caller.check_admin``). The page asks for the key and keeps it in the tab; the live call
+a loopback caller (``Caller.check_admin``); writes (every ``POST`` and ``PUT``) need a JSON body and, with auth off,
+the console token too (``admin_writes``), so that no web page can send one. The page asks for the key and keeps it in the tab; the live call
 stream is read with ``fetch`` so that it sends the key as a header too: a key is never put in a URL, where
 proxies and access logs would keep it.
 
 API (JSON; errors in the gateway's ``{"error", "status"}`` shape):
 
+- ``GET /admin/api/token``: ``{header, token}``, what admin writes carry with auth off (``admin_writes``).
 - ``GET /admin/api/overview``: version, tool count, definitions directory, read-only and why, auth, the last
   reload, plugins (with their tool counts), upstream sources.
 - ``GET /admin/api/tools``, ``GET /admin/api/tools/{id}``: the catalog as the console lists it; one tool in full
@@ -41,6 +43,7 @@ from ..observe.live import STOP
 from ..runtime import Gateway
 from . import admin_catalog, admin_edit
 from .admin_files import DefinitionsFiles, NotFound
+from .admin_writes import TOKEN_HEADER, WriteGuard
 from .auth import Caller, authenticate
 from .errors import dumps, json_response
 
@@ -76,6 +79,7 @@ def routes(gateway: Gateway) -> list[BaseRoute]:
         Route("/admin/reload", console.reload, methods=["POST"]),
         Route("/admin/", console.page, methods=["GET"]),
         Mount("/admin/static", app=ConsoleAssets(directory=STATIC, check_dir=False)),
+        Route(f"{api}/token", console.token, methods=["GET"]),
         Route(f"{api}/overview", console.overview, methods=["GET"]),
         Route(f"{api}/tools", console.tools, methods=["GET"]),
         Route(f"{api}/tools/{{tool_id}}", console.tool, methods=["GET"]),
@@ -93,16 +97,24 @@ class AdminConsole:
         self.gateway = gateway
         self.settings = gateway.settings
         self.files = DefinitionsFiles.of(gateway.settings)
+        self.writes = WriteGuard(gateway.settings.auth_enabled)
 
-    def admin(self, request: Request) -> Caller:
-        """The caller, if it may use admin operations (else 401/403)."""
+    def admin(self, request: Request, *, write: bool = False) -> Caller:
+        """The caller, if it may use admin operations (else 401/403) — and, for a ``write``, if the request is one
+        no web page could have sent (else 403/415)."""
         client = request.client.host if request.client else None
         caller = authenticate(self.settings, request.headers, client)
         caller.check_admin()
+        if write:
+            self.writes.check(request)
         return caller
 
+    async def token(self, request: Request) -> Response:
+        self.admin(request)
+        return json_response({"header": TOKEN_HEADER, "token": self.writes.token})
+
     async def reload(self, request: Request) -> Response:
-        caller = self.admin(request)
+        caller = self.admin(request, write=True)
         self.gateway.events.emit("admin", action="reload", caller=caller.name, detail={})
         outcome = await self.gateway.reload()
         return json_response(outcome.as_dict(), 200 if outcome.ok else 422)

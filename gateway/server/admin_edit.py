@@ -11,6 +11,9 @@
 - ``POST /admin/api/files`` ``{path, template}``: a new file from a template (``admin_templates``), 409 if it
   exists; then a reload, answered as a save is.
 
+Every route needs an admin caller; ``check``, ``save`` and ``create`` are writes (``admin_writes``). A check
+never connects to a draft's upstreams (``gateway.drafts``).
+
 A draft may be as large as a definitions file may be (``max_file_bytes``); its request body, JSON-escaped,
 twice that. Saves and creations are ``admin`` events with the path and digests, never the text.
 """
@@ -37,7 +40,7 @@ from .errors import error_response, json_response
 BODY_SLACK = 65_536  # the JSON around a draft
 
 
-def routes(gateway: Gateway, files: DefinitionsFiles, *, admin: Callable[[Request], Caller]) -> list[Route]:
+def routes(gateway: Gateway, files: DefinitionsFiles, *, admin: Callable[..., Caller]) -> list[Route]:
     editor = Editor(gateway, files, admin)
     return [
         Route("/admin/api/files", editor.listing, methods=["GET"]),
@@ -49,7 +52,7 @@ def routes(gateway: Gateway, files: DefinitionsFiles, *, admin: Callable[[Reques
 
 
 class Editor:
-    def __init__(self, gateway: Gateway, files: DefinitionsFiles, admin: Callable[[Request], Caller]):
+    def __init__(self, gateway: Gateway, files: DefinitionsFiles, admin: Callable[..., Caller]):
         self.gateway = gateway
         self.files = files
         self.admin = admin
@@ -68,14 +71,14 @@ class Editor:
         return json_response({"path": path, "text": text, "sha256": digest})
 
     async def check(self, request: Request) -> Response:
-        self.admin(request)
+        self.admin(request, write=True)  # a check builds (imports admin code): as guarded as a save
         body = await self._body(request, path=str, text=str)
         await run_in_threadpool(self.files.exists, body["path"])
         problems = await self._check(body["path"], body["text"])
         return json_response({"ok": not any(p["severity"] == "error" for p in problems), "problems": problems})
 
     async def save(self, request: Request) -> Response:
-        caller = self.admin(request)
+        caller = self.admin(request, write=True)
         await run_in_threadpool(self.files.check_writable)
         path = request.path_params["path"]
         body = await self._body(request, text=str, base_sha256=str)
@@ -96,7 +99,7 @@ class Editor:
         return await self._reloaded(path, digest)
 
     async def create(self, request: Request) -> Response:
-        caller = self.admin(request)
+        caller = self.admin(request, write=True)
         await run_in_threadpool(self.files.check_writable)
         body = await self._body(request, path=str, template=str)
         path, template = body["path"], body["template"]

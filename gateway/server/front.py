@@ -43,6 +43,7 @@ class Front:
         self.fast = fast
         self.gateway = gateway  # gateway.server's Gateway: its catalog and replica id name every response
         self.allowed = AllowedOrigins(settings)
+        self.admin_allowed = AllowedOrigins(settings, listed_only=True)
         self.check_host = not settings.auth_enabled
         self.cors = ClientCors(app, settings)  # browsers only: its answers, exactly
         self._added: tuple[Any, Any, list[tuple[bytes, bytes]]] = (None, None, [])
@@ -94,6 +95,12 @@ class Front:
         if origin:
             text = origin.decode("latin-1")
             server = scope.get("server")
-            if text not in self.allowed and text not in served_at(tuple(server) if server else None):
+            if text in served_at(tuple(server) if server else None):
+                return None
+            if scope["path"].startswith("/admin/"):
+                if text not in self.admin_allowed:
+                    return 403, (f"Origin '{text}' may not use the admin routes: only the gateway's own pages and the "
+                                 "origins listed in allowed_origins may.")
+            elif text not in self.allowed:
                 return 403, f"Origin '{text}' is not allowed; add it to the allowed_origins setting."
         return None

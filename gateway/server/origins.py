@@ -14,6 +14,9 @@ pass. A page may use the gateway when its origin is
   On a loopback address ``localhost`` counts too. A gateway reached under another name (a DNS name, a reverse
   proxy) lists that origin in ``allowed_origins``.
 
+The admin routes (``/admin/…``: the console's API, reloads) take the gateway's own origin and the written list
+only, never the loopback default: a page served by something else on this machine must not drive the console.
+
 Any other origin gets 403, the WebSocket handshake included. ``Host`` never makes an origin allowed: a DNS name
 an attacker points at the gateway would otherwise make their page "same origin" (F7).
 
@@ -37,11 +40,12 @@ class AllowedOrigins:
     """The origins the settings allow: the written list exactly, or loopback pages when it is empty and auth off.
 
     The gateway's own origin is not among them: it needs no CORS answer, so ``front.Front`` adds it alone.
+    ``listed_only``: the written list alone, never loopback pages — what may use the admin routes (``admin_writes``).
     """
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, *, listed_only: bool = False):
         listed = settings.allowed_origins
-        self.patterns = listed if listed or settings.auth_enabled else LOOPBACK_ORIGINS
+        self.patterns = listed if listed or settings.auth_enabled or listed_only else LOOPBACK_ORIGINS
 
     def __contains__(self, origin: str) -> bool:
         return any(origin == allowed or (allowed.endswith(":*") and _with_port(origin, allowed[:-1]))

@@ -26,6 +26,15 @@ What a kind must do:
 - Report problems of the declaration with ``declaration.problem`` and problems of an upstream document at its
   own file:line:col (or ``<url>#/json/pointer``); severity "warning" for what does not stop serving.
 
+A kind that reaches outside the definitions directory (starts a process, opens a connection, fetches a URL) also
+exposes::
+
+    def unconnected(declaration: SourceDeclaration, env: SourceEnv) -> tuple[Problem, ...] | None
+
+for a build that may not connect (``env.connect`` false: the console's check of a draft, which any admin key — or,
+with auth off, a page on the machine — may send): the problems of the declaration found without connecting, or
+None when this declaration reaches nothing outside (``expand`` then runs as usual, e.g. an OpenAPI ``spec`` file).
+
 ``UpstreamTool.binding`` is the ``binding:`` mapping a YAML author would write for the tool: the framework checks
 and builds it with the ordinary binding kinds (``{"http": {...}}`` for openapi; ``{"mcp": {"source": id,
 "tool": name}}`` for mcp, built by ``gateway.bindings.mcp``).
@@ -88,6 +97,8 @@ class SourceEnv:
     deadline: float  # time.monotonic() by which expand should have returned (the build's start + wait_s)
     gateway: Any = None  # the running gateway (None under the CLI): e.g. to ask for a rebuild on list_changed
     events: Any = None  # the gateway's event stream (gateway.events.EventBus), or None
+    # False for a draft check: no process is started and nothing is fetched (see ``unconnected`` above).
+    connect: bool = True
 
     def remaining(self) -> float:
         """Seconds left before the deadline (at least a little, so a timeout computed from it is valid)."""

@@ -23,6 +23,7 @@ from typing import Any
 
 import mcp_types
 
+from ..errors import Problem
 from ..mcp_client import UpstreamUnavailable, list_once
 from ..mcp_config import UpstreamConfig, parse_config
 from ..mcp_pool import McpPool
@@ -39,6 +40,12 @@ HINTS = {"read_only_hint": "read_only", "destructive_hint": "destructive", "idem
 # reuses the definitions it generated and the build the tools it built.
 _expansions: weakref.WeakKeyDictionary[SourceDeclaration, tuple[str, Expansion]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
+
+
+def unconnected(declaration: SourceDeclaration, env: SourceEnv) -> tuple[Problem, ...]:
+    """Every MCP source starts a process or opens a connection: a draft check reads its declaration only."""
+    _, problems = parse_config(declaration.id, declaration.settings, env.settings)
+    return tuple(declaration.problem(["mcp", *path], message) for path, message in problems)
 
 
 def expand(declaration: SourceDeclaration, env: SourceEnv) -> Expansion:

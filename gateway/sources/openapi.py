@@ -44,6 +44,12 @@ class Unreadable(Exception):
     """The document could not be read (the message says why); a URL's last copy may still be served."""
 
 
+def unconnected(declaration: SourceDeclaration, env: SourceEnv) -> tuple[Problem, ...] | None:
+    """A `url` is fetched, so a draft check does not read it; a `spec` file inside the definitions directory is
+    read as usual (None)."""
+    return () if "url" in declaration.settings else None
+
+
 def expand(declaration: SourceDeclaration, env: SourceEnv) -> Expansion:
     settings = declaration.settings
     if ("spec" in settings) == ("url" in settings):

@@ -3,7 +3,9 @@ for every kind turn what the upstream offers into tool definitions.
 
     expand     every source's kind at once, each in a daemon thread, waited for until one deadline; a kind that
                does not return in time (or raises) leaves the last expansion this process had for the same
-               declaration in place, marked stale, or no tools and a warning: a down upstream never blocks a build
+               declaration in place, marked stale, or no tools and a warning: a down upstream never blocks a build.
+               A build that may not connect (a draft check) expands only what reaches nothing outside; an upstream
+               is checked as declared, with the tools this process last listed for the same upstream settings
     select     ``include`` then ``exclude`` (names or ``fnmatch`` globs, matched against the upstream's names)
     name       id = ``tools.<name>.id``, else ``prefix`` + name; an id that is not a valid tool id (a letter, then
                letters, digits, ``_`` or ``-``; 64 characters at most) is a problem that suggests a fix: never
@@ -72,6 +74,9 @@ class _Generated:
 # (an abandoned build may still write here: a lock, and only whole values).
 _last: OrderedDict[str, Expansion] = OrderedDict()
 _last_lock = threading.Lock()
+# The last expansion per upstream (a kind and its settings, whatever selects and renames its tools): what a draft
+# check shows of an upstream it may not connect to. Under _last_lock, bounded as _last.
+_last_upstream: OrderedDict[str, Expansion] = OrderedDict()
 # declaration -> (the expansion's tools, definitions generated from the pair)
 _generated: weakref.WeakKeyDictionary[SourceDeclaration, tuple[tuple[UpstreamTool, ...], _Generated]] = (
     weakref.WeakKeyDictionary())
@@ -81,13 +86,17 @@ def expand_sources(sources: Sequence[SourceDeclaration], env: SourceEnv) -> Sour
     """Expand every source (concurrently, until ``env.deadline``) and generate its tool definitions."""
     if not sources:
         return SourceTools((), (), (), "")
-    started = {id(source): daemon.start(lambda s=source: _expand(s, env), f"source {source.id}") for source in sources}
+    unconnected = {} if env.connect else {id(source): problems for source in sources
+                                          if (problems := _unconnected(source, env)) is not None}
+    started = {id(source): daemon.start(lambda s=source: _expand(s, env), f"source {source.id}")
+               for source in sources if id(source) not in unconnected}
     tools: list[ToolDefinition] = []
     problems: list[Problem] = []
     status: list[Mapping[str, Any]] = []
     digest = hashlib.sha256()
     for source in sources:
-        expansion = _outcome(source, started[id(source)], env)
+        expansion = (_outcome(source, started[id(source)], env) if id(source) in started
+                     else _last_listed(source, unconnected[id(source)]))
         try:
             generated = _generate_once(source, expansion)
         except Exception as exc:  # noqa: BLE001 — a bug met on what one upstream offers fails that source, not the build
@@ -109,16 +118,49 @@ def _key(source: SourceDeclaration) -> str:
     return json.dumps([source.file, source.raw], sort_keys=True, default=str)
 
 
+def _upstream_key(source: SourceDeclaration) -> str:
+    return json.dumps([source.kind, source.settings], sort_keys=True, default=str)
+
+
+def _remember(table: OrderedDict[str, Expansion], key: str, expansion: Expansion) -> None:
+    table[key] = expansion
+    table.move_to_end(key)
+    while len(table) > _KEEP_LAST:
+        table.popitem(last=False)
+
+
+def _unconnected(source: SourceDeclaration, env: SourceEnv) -> tuple[Problem, ...] | None:
+    """For a build that may not connect: the declaration's problems found without connecting, or None when its
+    kind reaches nothing outside the definitions directory (it is expanded as usual)."""
+    module = SOURCE_KINDS.get(source.kind)
+    check = getattr(import_module(module), "unconnected", None) if module else None
+    return check(source, env) if check is not None else None
+
+
+def _last_listed(source: SourceDeclaration, problems: tuple[Problem, ...]) -> Expansion:
+    """A source a draft check may not connect to: its declaration's problems and, when it has none, the tools this
+    process last listed for the same upstream settings (the served catalog's), or none and a warning."""
+    if problems:
+        return Expansion(problems=problems, status={"health": "unchecked", "stale": False,
+                                                    "error": "its declaration has problems"})
+    with _last_lock:
+        last = _last_upstream.get(_upstream_key(source))
+    if last is not None:
+        return last
+    error = ("not read by a check, which never starts an upstream's process or fetches its document: it is read "
+             "when the file is saved and the catalog reloads")
+    return Expansion(problems=(source.problem([source.kind], error, key=True, severity="warning"),),
+                     status={"health": "unchecked", "stale": False, "error": error})
+
+
 def _expand(source: SourceDeclaration, env: SourceEnv) -> Expansion:
     module = SOURCE_KINDS.get(source.kind)
     if module is None:  # the schema names the kinds; a kind in the schema but not here is a bug
         return Expansion(problems=(source.problem([source.kind], f"unknown source kind '{source.kind}'", key=True),))
     expansion = import_module(module).expand(source, env)
     with _last_lock:
-        _last[_key(source)] = expansion
-        _last.move_to_end(_key(source))
-        while len(_last) > _KEEP_LAST:
-            _last.popitem(last=False)
+        _remember(_last, _key(source), expansion)
+        _remember(_last_upstream, _upstream_key(source), expansion)
     return expansion
 
 

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from support import serving
+from support import CONSOLE, serving
 
 from gateway.observe import live
 from gateway.runtime import Gateway
@@ -73,7 +73,7 @@ def test_hostile_paths_are_refused_in_words_and_touch_nothing_outside(console, p
     """Encoded, NUL, backslash, hidden, symlinked-out and over-long paths are a 4xx on read, save, create and
     check, and the file outside the directory is unchanged."""
     (console.root / "escape.yaml").symlink_to(console.outside)  # made after the build, which would refuse it
-    with httpx.Client(base_url=console.url, timeout=30) as http:
+    with httpx.Client(base_url=console.url, timeout=30, auth=CONSOLE) as http:
         answers = [http.get(f"/admin/api/files/{path}"),
                    http.put(f"/admin/api/files/{path}", json={"text": "tools: []\n", "base_sha256": "0" * 64}),
                    http.post("/admin/api/files", json={"path": path.replace("%00", "\0"), "template": "python"}),
@@ -88,7 +88,7 @@ def test_hostile_paths_are_refused_in_words_and_touch_nothing_outside(console, p
 def test_names_the_file_system_or_a_reader_cannot_take_are_a_400(console, name):
     """A name longer than the file system allows (it was a 500), or holding control or invisible format
     characters (a right-to-left override shows another name than the one saved), is a 400 naming the path."""
-    with httpx.Client(base_url=console.url, timeout=30) as http:
+    with httpx.Client(base_url=console.url, timeout=30, auth=CONSOLE) as http:
         answers = [http.get(f"/admin/api/files/{quote(name)}"),
                    http.put(f"/admin/api/files/{quote(name)}", json={"text": "tools: []\n", "base_sha256": "0" * 64}),
                    http.post("/admin/api/files", json={"path": name, "template": "python"})]
@@ -98,7 +98,7 @@ def test_names_the_file_system_or_a_reader_cannot_take_are_a_400(console, name):
 async def test_two_saves_from_the_same_base_one_wins(console):
     """Two saves racing from the same base sha256: exactly one is saved, the other is a 409, and the file holds
     the winner's text."""
-    async with httpx.AsyncClient(base_url=console.url, timeout=60) as http:
+    async with httpx.AsyncClient(base_url=console.url, timeout=60, auth=CONSOLE) as http:
         opened = (await http.get("/admin/api/files/tools.yaml")).json()
         texts = [opened["text"].replace("Says the text back.", f"Edit {n}.") for n in range(2)]
         answers = await asyncio.gather(*(http.put("/admin/api/files/tools.yaml",
@@ -114,14 +114,15 @@ def test_a_yaml_bomb_draft_is_a_problem_not_a_hang(console):
     bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
         f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(9))
-    answer = httpx.post(f"{console.url}/admin/api/check", json={"path": "tools.yaml", "text": bomb}, timeout=60)
+    answer = httpx.post(f"{console.url}/admin/api/check", json={"path": "tools.yaml", "text": bomb}, timeout=60,
+                        auth=CONSOLE)
     assert answer.status_code == 200 and answer.json()["ok"] is False, answer.text
 
 
 def test_huge_arguments_are_cut_in_the_call_detail_and_a_secret_is_never_shown_even_cut(console):
     """A call with a megabyte of arguments is kept cut to the cap; a secret the gateway knows, in the
     arguments, is never shown in the call detail, whole or as the start the cut left."""
-    with httpx.Client(base_url=console.url, timeout=30) as http:
+    with httpx.Client(base_url=console.url, timeout=30, auth=CONSOLE) as http:
         for cut in (0, 6, 12):
             # JSON `{"text": "...` then the secret, cut `cut` characters before its end
             padding = live.TEXT_CAP - len('{"text": "') - len(SECRET) + cut
@@ -145,7 +146,7 @@ async def test_a_live_reader_that_never_reads_costs_a_bounded_queue(console):
     """A live-stream reader that opens the stream and never reads while calls with 200 KB arguments end: the
     calls go on answering (the reader's queue is bounded and drops, it never blocks a call) and the recent calls
     kept stay within KEPT."""
-    async with httpx.AsyncClient(base_url=console.url, timeout=60) as http, \
+    async with httpx.AsyncClient(base_url=console.url, timeout=60, auth=CONSOLE) as http, \
             http.stream("GET", "/admin/api/calls/stream") as stalled:
         assert stalled.status_code == 200
         big = "z" * 200_000
@@ -164,7 +165,7 @@ def test_a_draft_importing_a_hanging_module_is_checked_within_the_budget(console
                                                      "    return 'never'\n")
     draft = TOOLS + ("  - id: hung\n    name: Hung\n    user_description: Hangs.\n    ai_description: Hangs.\n"
                      "    binding: {python: 'hangs:run'}\n")
-    with httpx.Client(base_url=console.url, timeout=120) as http:
+    with httpx.Client(base_url=console.url, timeout=120, auth=CONSOLE) as http:
         hung = http.post("/admin/api/check", json={"path": "tools.yaml", "text": draft})
         assert hung.status_code == 200 and hung.json()["ok"] is False, hung.text
         assert any("hangs" in p["message"] for p in hung.json()["problems"]), hung.text
@@ -177,7 +178,8 @@ def test_a_new_files_path_is_never_code_in_the_module_made_for_it(console, tmp_p
     makes a module that only names it: the gateway imports it on the reload, and nothing in the name runs."""
     monkeypatch.chdir(tmp_path)
     path = 'x"""; open("pwned", "w").write("ran"); """.yaml'
-    made = httpx.post(f"{console.url}/admin/api/files", json={"path": path, "template": "python"}, timeout=60)
+    made = httpx.post(f"{console.url}/admin/api/files", json={"path": path, "template": "python"}, timeout=60,
+                      auth=CONSOLE)
     assert made.status_code == 201 and made.json()["reload"]["ok"], made.text
     assert not (tmp_path / "pwned").exists()
     [module] = (console.root / "python").glob("x*_tool.py")

@@ -16,7 +16,7 @@ from fake_llm import FakeLLM, Reply, Servers
 from fuzz_support import FuzzServer
 from starlette.requests import Request
 from starlette.responses import Response
-from support import EXAMPLES, serving
+from support import CONSOLE, EXAMPLES, serving
 
 from gateway.runtime import Gateway
 from gateway.server import create_app
@@ -48,7 +48,7 @@ def fuzz_server(tmp_path_factory: pytest.TempPathFactory, always_llm: AlwaysAnsw
     shutil.copytree(EXAMPLES, definitions, ignore=shutil.ignore_patterns("__pycache__"))
     provider = {"kind": "openai", "base_url": always_llm.openai_url, "model": "fake-gpt", "max_retries": 0}
     gateway = Gateway(Settings(definitions=definitions, reload=False, providers={"default": provider}))
-    with serving(create_app(gateway), lifespan="on") as server, httpx.Client(base_url=server.url, timeout=30) as client:
+    with serving(create_app(gateway), lifespan="on") as server, httpx.Client(base_url=server.url, timeout=30, auth=CONSOLE) as client:
         demo = definitions / "http-demo.yaml"
         # Settings.port is not the free port served here, so the tools get this server's address written in.
         demo.write_text(demo.read_text().replace("{{ gateway.base_url }}", server.url))

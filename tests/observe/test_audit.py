@@ -14,7 +14,7 @@ from urllib.parse import quote, quote_plus
 
 import httpx
 import pytest
-from support import serve_process
+from support import CONSOLE, serve_process
 
 from gateway.events import CallActivity
 from gateway.observe import audit
@@ -107,10 +107,10 @@ def test_audit_file_after_a_mixed_run(write_definitions, tmp_path):
         assert call("add", {"a": 1})["is_error"]
         assert call("check_token", {"token": SECRET})["is_error"]  # the secret as an argument, echoed in the error
         assert call("private", {"note": "between us"})["text"] == "between us"
-        assert not httpx.post(f"{url}/admin/reload", timeout=30).json()["changed"]  # a reload, nothing new
+        assert not httpx.post(f"{url}/admin/reload", timeout=30, auth=CONSOLE).json()["changed"]  # a reload, nothing new
         opened = httpx.get(f"{url}/admin/api/files/tools.yaml", timeout=10).json()  # an edit in the console
         edited = opened["text"].replace("Adds two numbers.", "Adds two numbers exactly.")
-        saved = httpx.put(f"{url}/admin/api/files/tools.yaml", json={"text": edited, "base_sha256": opened["sha256"]},
+        saved = httpx.put(f"{url}/admin/api/files/tools.yaml", json={"text": edited, "base_sha256": opened["sha256"]}, auth=CONSOLE,
                           timeout=30)
         assert saved.status_code == 200, saved.text
         assert not call("add", {"a": 2, "b": 2})["is_error"]

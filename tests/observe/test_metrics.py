@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
-from support import free_port, running, serving
+from support import CONSOLE, free_port, running, serving
 from websockets.asyncio.client import connect
 
 from gateway.events import Observer
@@ -126,7 +126,7 @@ async def test_known_traffic_is_counted_exactly(definitions, upstream):
         first = scrape(served.url)
         version = served.gateway.catalog.version
         (definitions / "tools.yaml").write_text(_definitions(upstream, "extra"), encoding="utf-8")
-        async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
+        async with httpx.AsyncClient(base_url=served.url, timeout=30, auth=CONSOLE) as http:
             assert (await http.post("/admin/reload")).json()["changed"] is True
             (definitions / "broken.yaml").write_text("tools: [", encoding="utf-8")
             assert (await http.post("/admin/reload")).status_code == 422
@@ -291,7 +291,7 @@ def test_a_tool_a_reload_removes_leaves_the_metrics_with_its_series(definitions,
     """Once a reload removes a tool, its call, duration and upstream series are gone from /metrics (a catalog that
     renames tools over months never grows the scrape without bound); the tools still served keep theirs."""
     (definitions / "tools.yaml").write_text(_definitions(upstream, "extra"), encoding="utf-8")
-    with running(definitions) as served, httpx.Client(base_url=served.url, timeout=30) as http:
+    with running(definitions) as served, httpx.Client(base_url=served.url, timeout=30, auth=CONSOLE) as http:
         for name, arguments in (("add", {"a": 1, "b": 2}), ("extra", {"a": 1, "b": 2}), ("up", {})):
             assert not http.post(f"/tools/{name}/call", json=arguments).json()["is_error"], name
         before = scrape(served.url)

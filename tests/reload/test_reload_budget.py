@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from reload_support import tool_yaml, until, wait_until, write
-from support import free_port
+from support import CONSOLE, free_port
 
 from gateway.catalog import build_catalog
 from gateway.definitions import load_definitions
@@ -79,7 +79,7 @@ def test_hung_rebuild_times_out_later_edits_apply_and_a_signal_stops_the_server(
     assert status["last_reload_ok"] is False and status["tools"] == 1
     assert "reload timed out" in status["last_reload"]["problems"][0]["text"]
 
-    answer = http.post("/admin/reload")
+    answer = http.post("/admin/reload", auth=CONSOLE)
     assert answer.status_code == 422 and answer.json()["timed_out"]
 
     write(defs / "main.yaml", tool_yaml("echo", "fixed"))

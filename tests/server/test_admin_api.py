@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 from server_support import ADMIN_KEY, API_KEYS, READER_KEY
-from support import EXAMPLES
+from support import CONSOLE, EXAMPLES
 
 from gateway import secrets
 from gateway.definitions import DEFAULT_LIMITS
@@ -36,7 +36,7 @@ def definitions(tmp_path: Path) -> Path:
 
 
 def admin_client(url: str) -> httpx.Client:
-    return httpx.Client(base_url=url, headers=ADMIN, timeout=30)
+    return httpx.Client(base_url=url, headers=ADMIN, timeout=30, auth=CONSOLE)
 
 
 @pytest.mark.parametrize("path", GET_ENDPOINTS)

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from support import EXAMPLES
+from support import CONSOLE, EXAMPLES
 
 from gateway.events import Event, Observer
 from gateway.server.admin_files import DefinitionsFiles
@@ -32,7 +32,7 @@ def served(start_server, definitions):
 
 @pytest.fixture
 def client(served):
-    with httpx.Client(base_url=served.url, timeout=60) as client:
+    with httpx.Client(base_url=served.url, timeout=60, auth=CONSOLE) as client:
         yield client
 
 
@@ -200,7 +200,7 @@ def test_a_configmap_mount_is_read_only(start_server, tmp_path):
     (root / "math.yaml").symlink_to("..data/math.yaml")
     (root / "python").symlink_to("..data/python")
     served = start_server(root)
-    with httpx.Client(base_url=served.url, timeout=60) as client:
+    with httpx.Client(base_url=served.url, timeout=60, auth=CONSOLE) as client:
         listing = client.get("/admin/api/files").json()
         assert listing["read_only"] is True and "ConfigMap" in listing["read_only_reason"]
         assert [f["path"] for f in listing["files"]] == ["math.yaml"]
@@ -226,20 +226,21 @@ def test_a_directory_the_process_may_not_write_is_read_only(tmp_path, monkeypatc
 def test_a_draft_over_the_file_size_limit_is_refused(start_server, definitions):
     """A draft larger than max_file_bytes is a 413 for check and save: no larger file than the loader reads."""
     served = start_server(definitions, max_file_bytes=20_000)
-    with httpx.Client(base_url=served.url, timeout=60) as client:
+    with httpx.Client(base_url=served.url, timeout=60, auth=CONSOLE) as client:
         opened = client.get("/admin/api/files/math.yaml").json()
         big = opened["text"] + "#" * 20_001 + "\n"
         assert client.post("/admin/api/check", json={"path": "math.yaml", "text": big}).status_code == 413
         assert client.put("/admin/api/files/math.yaml",
                           json={"text": big, "base_sha256": opened["sha256"]}).status_code == 413
-        huge = client.post("/admin/api/check", content=b'{"path": "math.yaml", "text": "' + b"#" * 200_000 + b'"}')
+        huge = client.post("/admin/api/check", content=b'{"path": "math.yaml", "text": "' + b"#" * 200_000 + b'"}',
+                           headers={"Content-Type": "application/json"})
         assert huge.status_code == 413
 
 
 def test_malformed_editor_requests_are_400(client):
     """A body that is not a JSON object with the fields of the request, of their types, is a 400."""
     for body in (b"[]", b'{"path": 1, "text": "x"}', b'{"path": "math.yaml"}', b"not json"):
-        answer = client.post("/admin/api/check", content=body)
+        answer = client.post("/admin/api/check", content=body, headers={"Content-Type": "application/json"})
         assert answer.status_code == 400 and answer.json()["status"] == 400, body
 
 
@@ -251,7 +252,7 @@ def test_a_check_that_runs_out_of_time_is_a_problem_and_the_next_check_works(sta
     served = start_server(definitions, reload_timeout_s=3.0, import_timeout_s=20.0)
     text = (definitions / "math.yaml").read_text()
     slow = text.replace("math_tools:add", "slow_import:run")
-    with httpx.Client(base_url=served.url, timeout=60) as client:
+    with httpx.Client(base_url=served.url, timeout=60, auth=CONSOLE) as client:
         checked = client.post("/admin/api/check", json={"path": "math.yaml", "text": slow}).json()
         assert checked["ok"] is False and "timed out" in checked["problems"][0]["message"]
         assert client.post("/admin/api/check", json={"path": "math.yaml", "text": text}).json()["ok"] is True

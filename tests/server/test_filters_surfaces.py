@@ -13,6 +13,7 @@ from filter_tools import SETTINGS_FILTERS, surfaces_dir
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from server_support import running
+from support import CONSOLE
 from websockets.asyncio.client import connect
 
 from gateway.cli import main
@@ -111,10 +112,10 @@ def test_a_served_gateway_reloads_its_filters(tmp_path: Path, start_server) -> N
     assert rest(server, "answered").json()["result"]["echo"] == "from the filter"
     module = definitions / "python" / "myfilters.py"
     module.write_text(module.read_text().replace("from the filter", "from the edited filter"))
-    assert httpx.post(f"{server.url}/admin/reload", timeout=30).json()["ok"] is True
+    assert httpx.post(f"{server.url}/admin/reload", timeout=30, auth=CONSOLE).json()["ok"] is True
     assert rest(server, "answered").json()["result"]["echo"] == "from the edited filter"
     module.write_text(module.read_text().replace("async def answer(", "async def renamed("))
-    failed = httpx.post(f"{server.url}/admin/reload", timeout=30).json()
+    failed = httpx.post(f"{server.url}/admin/reload", timeout=30, auth=CONSOLE).json()
     assert failed["ok"] is False and "no attribute 'answer'" in json.dumps(failed)
     assert rest(server, "answered").json()["result"]["echo"] == "from the edited filter"
 

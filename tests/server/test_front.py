@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+from support import CONSOLE
 
 from gateway.server.sending import _vary_origin
 
@@ -58,7 +59,7 @@ def test_the_version_header_follows_a_reload(start_server, examples_dir: Path):
     before = httpx.get(f"{served.url}/healthz", timeout=10).headers["x-catalog-version"]
     math = examples_dir / "math.yaml"
     math.write_text(math.read_text().replace("name: Sum", "name: Addition"))
-    assert httpx.post(f"{served.url}/admin/reload", timeout=30).json()["changed"] is True
+    assert httpx.post(f"{served.url}/admin/reload", timeout=30, auth=CONSOLE).json()["changed"] is True
     after = httpx.get(f"{served.url}/healthz", timeout=10).headers["x-catalog-version"]
     assert after != before and after == served.gateway.catalog.version
 

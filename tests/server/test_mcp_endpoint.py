@@ -11,7 +11,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, PaginatedRequestParams
 from server_support import running
-from support import EXAMPLES
+from support import CONSOLE, EXAMPLES
 
 import gateway.server.mcp as mcp_surface
 
@@ -43,7 +43,7 @@ def served(shared_examples):
     with running(shared_examples) as server:
         demo = shared_examples / "http-demo.yaml"
         demo.write_text(demo.read_text().replace("{{ gateway.base_url }}", server.url))
-        assert httpx.post(f"{server.url}/admin/reload").json()["changed"] is True
+        assert httpx.post(f"{server.url}/admin/reload", auth=CONSOLE).json()["changed"] is True
         yield server
 
 

@@ -12,7 +12,7 @@ import textwrap
 import httpx
 import pytest
 import yaml
-from support import catalog_for
+from support import CONSOLE, catalog_for
 
 from gateway.invoke import invoke
 
@@ -170,7 +170,7 @@ async def test_reload_reports_modules_that_exit_interrupt_or_hang_at_import(isol
     extra = [{"id": name, "name": name, "user_description": "u", "ai_description": "a",
               "binding": {"python": f"{name}:f"}} for name in bad]
     (isolation_defs / "extra.yaml").write_text(yaml.safe_dump({"tools": extra}))
-    async with httpx.AsyncClient(base_url=served.url, timeout=60) as http:
+    async with httpx.AsyncClient(base_url=served.url, timeout=60, auth=CONSOLE) as http:
         failed = await http.post("/admin/reload")
         still = await http.post("/tools/hello/call", json={})
         for name in bad:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from support import CONSOLE
 
 EXAMPLE_IDS = {"example-tool", "search_stations", "get_station", "add_reading", "get_lights", "change_state",
                "square_root", "sum", "task_form_read", "task_form_fill", "get_time", "diff_time"}
@@ -85,7 +86,7 @@ def test_status_shows_a_failed_reload_with_file_line_col(start_server, examples_
     served = start_server(examples_dir)
     version = served.gateway.catalog.version
     (examples_dir / "math.yaml").write_text("tools:\n  - id: 'not an id'\n")
-    assert httpx.post(f"{served.url}/admin/reload").status_code == 422
+    assert httpx.post(f"{served.url}/admin/reload", auth=CONSOLE).status_code == 422
     body = httpx.get(f"{served.url}/status").json()
     assert body["version"] == version and body["last_reload_ok"] is False
     assert any(p["text"].startswith("math.yaml:2:") for p in body["last_reload"]["problems"])
@@ -149,7 +150,7 @@ def test_etag_changes_when_the_catalog_does(start_server, examples_dir):
     old = httpx.get(f"{served.url}/tools").headers["etag"]
     math = examples_dir / "math.yaml"
     math.write_text(math.read_text().replace("name: Sum", "name: Addition"))
-    assert httpx.post(f"{served.url}/admin/reload").json()["changed"] is True
+    assert httpx.post(f"{served.url}/admin/reload", auth=CONSOLE).json()["changed"] is True
     response = httpx.get(f"{served.url}/tools", headers={"If-None-Match": old})
     assert response.status_code == 200 and response.headers["etag"] != old
     assert "Addition" in {tool["name"] for tool in response.json()["tools"]}

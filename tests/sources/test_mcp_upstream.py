@@ -15,7 +15,7 @@ import httpx
 import pytest
 from mcp import Client
 from mcp_upstreams import STDIO_SERVER, Upstream, alive, gateway_serving, http_source, sources_yaml, until, upstream
-from support import serving
+from support import CONSOLE, serving
 
 from gateway.runtime import Gateway
 from gateway.server import create_app
@@ -145,7 +145,7 @@ def test_reload_keeps_the_session_and_a_changed_config_gets_a_new_one(defs):
 
 
 def reload(served) -> dict:
-    response = httpx.post(f"{served.url}/admin/reload", timeout=60)
+    response = httpx.post(f"{served.url}/admin/reload", timeout=60, auth=CONSOLE)
     assert response.status_code == 200, response.text
     return response.json()
 

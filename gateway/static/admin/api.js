@@ -31,12 +31,35 @@ function headers(extra = {}) {
   return {Accept: "application/json", ...(stored ? {Authorization: `Bearer ${stored}`} : {}), ...extra};
 }
 
+// Writes (every method but GET) carry the console token, read from the gateway: with auth off it is what tells
+// them from a request another web page made the browser send. It changes when the gateway restarts.
+const TOKEN_HEADER = "X-Gateway-Token";
+let writeToken = null;
+
+async function tokenHeader(refresh) {
+  if (writeToken === null || refresh) writeToken = (await request("GET", "/admin/api/token")).token;
+  return {[TOKEN_HEADER]: writeToken};
+}
+
+const isTokenRefusal = (response, text) => response.status === 403 && text.includes(TOKEN_HEADER);
+
 /** A JSON request; resolves to the parsed body, rejects with ApiError (or a TypeError when the network fails). */
 export async function request(method, path, body, {signal, quietAuth = false} = {}) {
-  const init = {method, headers: headers(body === undefined ? {} : {"Content-Type": "application/json"}), signal};
-  if (body !== undefined) init.body = JSON.stringify(body);
-  const response = await fetch(path, init);
-  const text = await response.text();
+  const send = async (refreshToken) => {
+    const extra = {
+      ...(body === undefined ? {} : {"Content-Type": "application/json"}),
+      ...(method === "GET" ? {} : await tokenHeader(refreshToken)),
+    };
+    const init = {method, headers: headers(extra), signal};
+    if (body !== undefined) init.body = JSON.stringify(body);
+    return fetch(path, init);
+  };
+  let response = await send(false);
+  let text = await response.text();
+  if (method !== "GET" && isTokenRefusal(response, text)) { // the gateway restarted since the token was read
+    response = await send(true);
+    text = await response.text();
+  }
   let parsed = null;
   try {
     parsed = text ? JSON.parse(text) : null;
@@ -57,7 +80,7 @@ export async function request(method, path, body, {signal, quietAuth = false} = 
 // loopback rule send the admin back to sign in.
 function isAuthRefusal(error) {
   if (error.status === 401) return true;
-  return /key|loopback|admin/i.test(error.message) && !/read-only|read only/i.test(error.message);
+  return /key|loopback|admin/i.test(error.message) && !/read-only|read only|token/i.test(error.message);
 }
 
 export const get = (path, options) => request("GET", path, undefined, options);
