@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from .binding_kinds import SERVER_BINDINGS
 from .errors import Problem
 from .offer_rules import compile_pattern
+from .ref_cycles import ref_cycle
 from .schemas import definitions_check, definitions_validator, json_type, metaschema_errors, remote_refs
 
 if TYPE_CHECKING:
@@ -106,6 +107,11 @@ def _check_schema_value(tool: ToolDefinition, key: str) -> list[Problem]:
     problems += [tool.problem([key, *path], f"$ref {ref!r} points outside the schema: only local references "
                               "('#/$defs/...') are allowed, a call never fetches a URL")
                  for path, ref in remote_refs(schema)]
+    cycle = ref_cycle(schema) if not problems else None
+    if cycle is not None:
+        path, refs = cycle
+        problems.append(tool.problem([key, *path], f"{key}: $ref cycle {' -> '.join(refs)} (each step applies to the "
+                                     "same value, so checking one would never end)"))
     if key == "input_schema" and not problems and schema.get("type") != "object":
         problems.append(
             tool.problem([key], f"input_schema must have 'type: object' at its root (got {schema.get('type')!r})")

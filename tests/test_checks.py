@@ -117,3 +117,32 @@ def test_a_script_path_holding_a_nul_is_a_problem_at_its_node(tmp_path, script):
         build_catalog(load_definitions(tmp_path), Settings(definitions=tmp_path))
     [problem] = caught.value.problems
     assert (problem.file, problem.line) == ("t.yaml", 8) and "NUL" in problem.message, problem
+
+
+def test_a_ref_cycle_in_a_written_schema_is_a_problem_at_its_ref_and_a_tree_is_not(write_definitions):
+    """$refs that go round without checking a part of the value (through allOf too, in an output schema too) are
+    problems at the $ref naming the cycle (every call reaching one was an internal RecursionError); a tree whose
+    nodes hold nodes builds, and checks nested arguments."""
+    tool = "{{id: {id}, name: N, user_description: u, ai_description: a, binding: {{python: 'm:f'}}, {schemas}}}"
+    cycle = ("input_schema: {type: object, properties: {x: {$ref: '#/$defs/A'}}, $defs: {A: {$ref: '#/$defs/B'}, "
+             "B: {$ref: '#/$defs/A'}}}")
+    tree = ("input_schema: {type: object, properties: {x: {$ref: '#/$defs/node'}}, $defs: {node: {type: object, "
+            "properties: {children: {type: array, items: {$ref: '#/$defs/node'}}}}}}")
+    looped_output = "output_schema: {$defs: {A: {allOf: [{$ref: '#/$defs/A'}]}}, $ref: '#/$defs/A'}"
+    files = {"python/m.py": "def f(x: dict | None = None) -> dict:\n    return {}\n",
+             "t.yaml": "tools:\n" + "".join(f"  - {tool.format(id=i, schemas=s)}\n" for i, s in
+                                            [("cycle", cycle), ("tree", tree), ("looped", looped_output)])}
+    root = write_definitions(files)
+    with pytest.raises(DefinitionsInvalid) as caught:
+        build_catalog(load_definitions(root), Settings(definitions=root))
+    never = "(each step applies to the same value, so checking one would never end)"
+    assert [str(p) for p in caught.value.problems] == [
+        f"t.yaml:2:177: input_schema: $ref cycle #/$defs/A -> #/$defs/B -> #/$defs/A {never}",
+        f"t.yaml:4:136: output_schema: $ref cycle #/$defs/A -> #/$defs/A {never}"]
+    files["t.yaml"] = f"tools:\n  - {tool.format(id='tree', schemas=tree)}\n"
+    from support import catalog_for
+
+    validator = catalog_for(write_definitions(files, "fixed")).tools["tree"].validator
+    assert list(validator.iter_errors({"x": {"children": [{"children": []}]}})) == []
+    [error] = validator.iter_errors({"x": {"children": [{"children": [5]}]}})
+    assert list(error.absolute_path) == ["x", "children", 0, "children", 0]

@@ -264,3 +264,17 @@ def test_header_parameters_for_proxies_and_the_connection_are_never_arguments(tm
         assert answer.status_code == 200 and not answer.json()["is_error"], answer.text
     [headers] = seen.header_lists
     assert ("x-request-id", "r-1") in headers, headers
+
+
+def test_a_reference_cycle_in_a_document_is_expanded_to_a_bound_never_a_recursion(tmp_path):
+    """Component schemas whose references go round (A -> B -> A, C: allOf [C]) are expanded a few levels and
+    then stand as a plain object: the tool is served and checks its arguments (no $ref left to go round)."""
+    schemas = {"A": {"$ref": "#/components/schemas/B"}, "B": {"$ref": "#/components/schemas/A"},
+               "C": {"allOf": [{"$ref": "#/components/schemas/C"}]}}
+    body = {"content": {"application/json": {"schema": {"type": "object", "properties": {
+        "a": {"$ref": "#/components/schemas/A"}, "c": {"$ref": "#/components/schemas/C"}}}}}}
+    root = definitions(tmp_path, document("http://127.0.0.1:9", {"/x": {"post": operation("x", requestBody=body)}},
+                                          schemas))
+    validator = build_catalog(load_definitions(root), Settings(definitions=root)).tools["x"].validator
+    assert list(validator.iter_errors({"a": {}, "c": {}})) == []
+    assert sorted(list(e.absolute_path) for e in validator.iter_errors({"a": 1, "c": 2})) == [["a"], ["c"]]
