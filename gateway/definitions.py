@@ -27,7 +27,7 @@ from . import checks
 from .binding_kinds import SERVER_BINDINGS
 from .errors import Problem
 from .filedigests import FileDigests, FileRefused
-from .paths import outside_message, real_inside
+from .paths import outside_message, real_inside, unfollowable_message
 from .schemas import definitions_validator
 from .settings import Settings
 from .tool_definition import Scope, SourceDeclaration, ToolDefinition
@@ -280,7 +280,9 @@ def yaml_files(root: Path, label: str = "") -> tuple[list[tuple[str, str]], list
     skipped. Links are followed while they stay inside the real definitions directory, so a Kubernetes ConfigMap
     mount (names linked through ``..data`` to a hidden ``..<timestamp>`` directory) works. A YAML file linked
     from outside is an error, as a browser script there is; a directory linked from outside is not searched and
-    a warning says so (it may be ``python/``, whose modules the python binding finds under its own rule).
+    a warning says so (it may be ``python/``, whose modules the python binding finds under its own rule). A link
+    that cannot be followed (links leading round: ``a -> b -> a``, a link to itself) is a problem at it, the same
+    way (an error for a YAML name, else a warning); a directory linked to one it is inside is walked once.
     """
     base = os.path.realpath(root)
     found: list[tuple[str, str]] = []
@@ -301,7 +303,16 @@ def yaml_files(root: Path, label: str = "") -> tuple[list[tuple[str, str]], list
         for entry in entries:
             shown = prefix + entry.name
             is_yaml = entry.name.endswith(YAML_SUFFIXES)
-            if entry.is_dir():
+            try:
+                is_dir = entry.is_dir()
+            except OSError as exc:  # ELOOP: links that lead round (a -> b -> a, a link to itself) reach nothing
+                # A YAML name is a definitions file that cannot be read, as any other; any other name may have been
+                # a directory of them.
+                consequence = "not loaded" if is_yaml else "not searched for definitions"
+                refused.append(Problem(shown, 1, 1, unfollowable_message(entry.path, root, exc, consequence),
+                                       "error" if is_yaml else "warning"))
+                continue
+            if is_dir:
                 if not entry.is_symlink() or real_inside(entry.path, base):
                     subdirectories.append((entry.path, shown + "/"))
                 else:

@@ -36,6 +36,27 @@ def test_validate_broken_prints_every_problem_and_exits_one():
     assert "Traceback" not in done.stderr + done.stdout
 
 
+def test_validate_reports_a_symlink_loop_at_its_path_without_a_traceback(tmp_path):
+    """`validate` on a directory holding links that lead round (a.yaml -> b.yaml -> a.yaml, a link to itself,
+    through a directory linked to itself) exits 1 with one line per link naming the way round, no traceback (it
+    died of ELOOP); a directory linked to its parent is walked once, not a problem."""
+    (tmp_path / "main.yaml").write_text("tools:\n  - {id: main, name: M, user_description: u, ai_description: a, "
+                                        "binding: {http: {url: 'https://example.com/x'}}}\n")
+    for link, target in [("a.yaml", "b.yaml"), ("b.yaml", "a.yaml"), ("self.yaml", "self.yaml"),
+                         ("loop", "loop"), ("x.yaml", "loop/x.yaml")]:
+        (tmp_path / link).symlink_to(target)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "up").symlink_to("..")
+    done = run("validate", str(tmp_path))
+    assert done.returncode == 1 and "Traceback" not in done.stderr + done.stdout, done.stderr
+    loop = "link cannot be followed (Too many levels of symbolic links:"
+    assert done.stderr.splitlines() == [f"a.yaml:1:1: {loop} a.yaml -> b.yaml -> a.yaml): not loaded",
+                                        f"b.yaml:1:1: {loop} b.yaml -> a.yaml -> b.yaml): not loaded",
+                                        f"self.yaml:1:1: {loop} self.yaml -> self.yaml): not loaded",
+                                        f"x.yaml:1:1: {loop} x.yaml -> loop/x.yaml): not loaded",
+                                        "4 problem(s) found"]
+
+
 def test_call_square_root_prints_the_result():
     """`call square_root '{"x": 475695037565}'` prints 689706.486532…"""
     done = run("call", "square_root", '{"x": 475695037565}', "--definitions", str(EXAMPLES))

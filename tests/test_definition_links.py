@@ -86,3 +86,17 @@ def test_links_inside_the_directory_are_followed(layout):
     definitions = load_definitions(link)
     assert [str(p) for p in definitions.problems if "duplicate tool id" not in p.message] == []
     assert {t.file for t in definitions.tools} == {"main.yaml", "linked.yaml", "mirror/real.yaml"}
+
+
+def test_links_leading_round_under_any_other_name_are_a_warning_and_the_rest_loads(layout):
+    """Links that lead round under a name that is not YAML (it may have been a directory of definitions) are a
+    warning at each, naming the way round; the directory's files load (it was an OSError that loaded nothing)."""
+    root, _ = layout
+    os.symlink("d2", root / "d1")
+    os.symlink("d1", root / "d2")
+    definitions = load_definitions(root)
+    assert [t.id for t in definitions.tools] == ["main"]
+    loop = "link cannot be followed (Too many levels of symbolic links:"
+    assert [(p.file, p.severity, p.message) for p in definitions.problems] == [
+        ("d1", "warning", f"{loop} d1 -> d2 -> d1): not searched for definitions"),
+        ("d2", "warning", f"{loop} d2 -> d1 -> d2): not searched for definitions")]

@@ -184,6 +184,30 @@ async def test_clients_see_no_failures_while_definitions_change(defs, serve):
     assert set(served.gateway.catalog.tools) == set(offline.tools) == ids
 
 
+async def test_a_symlink_loop_is_a_problem_at_its_path_and_the_last_good_tools_stay_served(defs, serve):
+    """Links that lead round in the definitions directory (a.yaml -> b.yaml -> a.yaml, a link to itself) are
+    problems at each link naming the way round, on /status (the reload failed as a bare `OSError`), and the last
+    good tools stay served; once they are gone the next reload serves again. A directory linked to its parent is
+    walked once, not a problem."""
+    served = serve(defs)
+    async with httpx.AsyncClient(base_url=served.url) as http:
+        see = Observer(http)
+        state = await see.settled({"echo"}, 0)
+        os.symlink("b.yaml", defs / "a.yaml")
+        os.symlink("a.yaml", defs / "b.yaml")
+        os.symlink("self.yaml", defs / "self.yaml")
+        state = await see.failing("a.yaml", "(Too many levels of symbolic links: a.yaml -> b.yaml -> a.yaml): "
+                                  "not loaded", at(state), {"echo"})
+        messages = {p["file"]: p["message"] for p in state["last_reload"]["problems"]}
+        assert set(messages) == {"a.yaml", "b.yaml", "self.yaml"}, messages
+        assert "self.yaml -> self.yaml" in messages["self.yaml"], messages
+        for name in messages:
+            (defs / name).unlink()
+        write(defs / "sub" / "more.yaml", tool_yaml("more"))
+        os.symlink("..", defs / "sub" / "up")
+        await see.settled({"echo", "more"}, at(state))
+
+
 async def test_listing_etag_changes_with_the_catalog_version(defs, serve):
     """GET /tools answers 304 to its own ETag until a reload changes the version, then 200 with the new ETag."""
     served = serve(defs)
