@@ -7,7 +7,10 @@ it, then the tool) and returns its ``ToolResult`` — an error result rather tha
 failed. A filter returns a ``ToolResult`` (``next``'s, or one changed with ``dataclasses.replace``), or any other
 value, which then stands for the tool's return value (normalised, checked against the output schema); it may
 raise ``ToolError`` to answer with an error without calling the tool. Async filters are awaited on the event
-loop; sync ones run in a thread of their own, where ``next()`` blocks until the rest of the call is done.
+loop; sync ones run in a thread of their own, where ``next()`` blocks until the rest of the call is done. Python
+cannot stop such a thread, so sync filters run as sync tools do (``gateway.bindings.workers``): each filter of a
+tool's chain holds at most ``max_concurrent_calls_per_tool`` threads for that tool — a hung one refuses its
+tool's further calls (they end as the timeout error) and leaves every other tool's filters their threads.
 
 Declared in YAML (settings ``filters``, a tool's ``filters:``) as ``module:function`` — trusted like a Python
 binding: from ``<definitions>/python/`` or an allowed package — or ``{use: module:function, with: {...}}``,
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from .bindings import BuildEnv
 from .bindings.python import trusted_function
+from .bindings.workers import FILTER_POOL, call_sync
 from .builtin_filters import BUILTINS
 from .errors import Problem
 from .filter_call import Filter, FilterCall, FilterProblem, Next
@@ -40,13 +44,17 @@ if TYPE_CHECKING:
 SPEC = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
 BUILTIN = re.compile(r"^[a-z][a-z0-9_]*$")
 SETTINGS_FILE = "<settings>"  # where problems of the settings' filters point (they have no YAML position)
-# Sync filters wait in ``next()`` while the rest of the call runs, so each holds a thread for the whole call: a
-# pool of their own, as large as the gateway's default cap on calls in flight times two levels of sync filters.
-_THREADS = concurrent.futures.ThreadPoolExecutor(max_workers=128, thread_name_prefix="gateway-filter")
 
 
-def as_async(function: Callable[..., Any], config: Mapping[str, Any]) -> Callable[[FilterCall, Next], Awaitable[Any]]:
-    """The function as an async ``run(call, next)``; its ``with`` values bound as keywords."""
+def as_async(function: Callable[..., Any], config: Mapping[str, Any], place: tuple[Any, ...], limit: int
+             ) -> Callable[[FilterCall, Next], Awaitable[Any]]:
+    """The function as an async ``run(call, next)``; its ``with`` values bound as keywords.
+
+    A sync function runs under ``limit`` slots per tool and ``place`` (the definitions directory and where in the
+    chain the filter is declared): one per place, as a sync filter holds its slot while the filters inside it
+    run, so a filter listed twice in a chain must not wait for itself. Declared places, not filter objects, so
+    that a rebuilt catalog keeps counting the threads its previous build's filters left running.
+    """
     bound = partial(function, **config) if config else function
     if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(type(function).__call__):
         return bound
@@ -61,7 +69,7 @@ def as_async(function: Callable[..., Any], config: Mapping[str, Any]) -> Callabl
             return future.result()
 
         try:
-            return await loop.run_in_executor(_THREADS, bound, call, next_blocking)
+            return await call_sync((*place, call.tool_id), limit, partial(bound, call, next_blocking), {}, FILTER_POOL)
         except asyncio.CancelledError:
             for future in begun:  # the rest of the call ends with this one; the thread's next() then raises
                 future.cancel()
@@ -70,13 +78,14 @@ def as_async(function: Callable[..., Any], config: Mapping[str, Any]) -> Callabl
     return run_in_thread
 
 
-def resolve(spec: Any, env: BuildEnv) -> Filter:
-    """One spec as written in YAML, resolved and checked; raises ``FilterProblem``."""
+def resolve(spec: Any, env: BuildEnv, place: tuple[Any, ...]) -> Filter:
+    """One spec as written in YAML, declared at ``place`` (which list, which item), resolved and checked; raises
+    ``FilterProblem``."""
     use, config, where = _shape(spec)
     if SPEC.match(use):
         function = _trusted_function(use, env, where)
         _check_signature(use, function, config)
-        return Filter(use, as_async(function, config))
+        return Filter(use, as_async(function, config, (env.root, *place), env.settings.max_concurrent_calls_per_tool))
     make = BUILTINS.get(use)
     if make is None:
         raise FilterProblem(f"unknown filter {use!r}: give module:function, or a built-in "
@@ -149,7 +158,7 @@ class SharedFilters:
     def chain(self, definition: ToolDefinition, env: BuildEnv, problems: list[Problem]) -> tuple[Filter, ...]:
         """The tool's chain, outermost first; its own filters' problems are added to ``problems``."""
         own = definition.filters
-        inner = _resolve_all(own, env, problems, lambda i, path, message: definition.problem(
+        inner = _resolve_all(own, env, problems, "tool", lambda i, path, message: definition.problem(
             ["filters", i, *path], message)) if own else ()
         middle = tuple(f for name, filters in self.by_toolset.items() if name in definition.toolsets for f in filters)
         chain = self.outer + middle + inner
@@ -167,7 +176,7 @@ def shared_filters(env: BuildEnv, toolset_specs: Mapping[str, Sequence[Any]] | N
                    ) -> tuple[SharedFilters, list[Problem]]:
     """Resolve the settings' and the toolsets' filters; every problem, at ``<settings>``."""
     problems: list[Problem] = []
-    outer = _resolve_all(env.settings.filters, env, problems, lambda i, path, message: Problem(
+    outer = _resolve_all(env.settings.filters, env, problems, "filters", lambda i, path, message: Problem(
         SETTINGS_FILE, 1, 1, f"setting 'filters' [{i}]{_suffix(path)}: {message}"))
     by_toolset: dict[str, tuple[Filter, ...]] = {}
     if not isinstance(toolset_specs or {}, Mapping):
@@ -179,7 +188,8 @@ def shared_filters(env: BuildEnv, toolset_specs: Mapping[str, Sequence[Any]] | N
             problems.append(Problem(SETTINGS_FILE, 1, 1, f"setting 'toolset_filters' {toolset}: expected a list of "
                                                          f"filters, got {type(specs).__name__}"))
             continue
-        by_toolset[str(toolset)] = _resolve_all(specs, env, problems, lambda i, path, message, t=toolset: Problem(
+        by_toolset[str(toolset)] = _resolve_all(specs, env, problems, ("toolset_filters", str(toolset)),
+                                                lambda i, path, message, t=toolset: Problem(
             SETTINGS_FILE, 1, 1, f"setting 'toolset_filters' {t} [{i}]{_suffix(path)}: {message}"))
     return SharedFilters(outer, by_toolset), problems
 
@@ -200,12 +210,13 @@ def _suffix(path: Sequence[str | int]) -> str:
     return "".join(f".{step}" if isinstance(step, str) else f"[{step}]" for step in path)
 
 
-def _resolve_all(specs: Iterable[Any], env: BuildEnv, problems: list[Problem],
+def _resolve_all(specs: Iterable[Any], env: BuildEnv, problems: list[Problem], place: str | tuple[str, ...],
                  where: Callable[[int, Sequence[str | int], str], Problem]) -> tuple[Filter, ...]:
+    """Each spec resolved, declared in the list ``place`` names; each problem added to ``problems``."""
     resolved = []
     for index, spec in enumerate(specs):
         try:
-            resolved.append(resolve(spec, env))
+            resolved.append(resolve(spec, env, (place, index)))
         except FilterProblem as exc:
             problems.append(where(index, exc.path, str(exc)))
     return tuple(resolved)

@@ -1,4 +1,5 @@
-"""Running Python tools: the worker threads of sync tools, each tool's share of them, and exits turned into errors.
+"""Running admin Python code: the worker threads of sync tools and sync invocation filters, each tool's share of
+them, and exits turned into errors.
 
 Python cannot stop a thread, so a sync tool that outlives its timeout keeps its worker until it returns on its
 own. Two rules keep such tools from starving the others:
@@ -15,6 +16,10 @@ own. Two rules keep such tools from starving the others:
 
 The slots live per event loop (one per server process), keyed by the definitions directory and tool id, so a
 reload that rebuilds a tool keeps counting the threads its previous build left running.
+
+Sync filters (``gateway.filters``) run under the same two rules, with slots of their own per tool and place in
+its chain, in a pool of their own (``FILTER_POOL``): a filter's thread waits in ``next()`` while the tool it wraps
+runs, so sharing the tools' pool or slots would let hung filters keep their own tools from a thread.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from collections.abc import Callable
 from typing import Any
 
 WORKERS = 256
+# Up to 8 sync filter places hung at their cap (128 / 16) before live sync filters queue for a thread.
+FILTER_WORKERS = 128
 # What a tool may raise that Python does not count as an error (``except Exception`` misses them). asyncio's
 # CancelledError is not among them: it must keep meaning "this call was cancelled".
 _EXITS = (SystemExit, KeyboardInterrupt, GeneratorExit)
@@ -56,8 +63,10 @@ async def call_async(function: Callable[..., Any], kwargs: dict[str, Any]) -> An
         raise ToolAborted(exc) from exc
 
 
-async def call_sync(key: Any, limit: int, function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-    """Run ``function`` in a worker thread once one of the ``limit`` slots of ``key`` is free.
+async def call_sync(key: Any, limit: int, function: Callable[..., Any], kwargs: dict[str, Any],
+                    pool: _Pool | None = None) -> Any:
+    """Run ``function`` in a thread of ``pool`` (the tools' by default) once one of the ``limit`` slots of ``key``
+    is free.
 
     The tool sees the caller's context variables, as in anyio.
     """
@@ -65,7 +74,7 @@ async def call_sync(key: Any, limit: int, function: Callable[..., Any], kwargs: 
     slot = _slot(loop, key, limit)
     await slot.acquire()  # cancelled by the caller's timeout while waiting: no slot taken, no thread used
     call = _Call(loop, slot, contextvars.copy_context(), function, kwargs)
-    _POOL.submit(call)
+    (pool or _POOL).submit(call)
     try:
         return await call.future
     finally:
@@ -81,8 +90,8 @@ class _Pool:
     Threads are daemons: a tool that outlived its caller never holds up the process's exit.
     """
 
-    def __init__(self, limit: int) -> None:
-        self.limit, self.queue, self.lock = limit, queue.SimpleQueue(), threading.Lock()
+    def __init__(self, limit: int, name: str) -> None:
+        self.limit, self.name, self.queue, self.lock = limit, name, queue.SimpleQueue(), threading.Lock()
         self.idle = self.threads = 0  # idle: threads that finished a call and wait (or are about to) for another
 
     def submit(self, call: _Call) -> None:
@@ -94,7 +103,7 @@ class _Pool:
             if self.threads >= self.limit:  # all busy: the call waits in the queue for the first one free
                 return
             self.threads += 1
-        threading.Thread(target=self._work, name=f"gateway-tool_{self.threads}", daemon=True).start()
+        threading.Thread(target=self._work, name=f"{self.name}_{self.threads}", daemon=True).start()
 
     def _work(self) -> None:
         _batch_policy()
@@ -117,7 +126,8 @@ def _batch_policy() -> None:
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
 
 
-_POOL = _Pool(WORKERS)
+_POOL = _Pool(WORKERS, "gateway-tool")
+FILTER_POOL = _Pool(FILTER_WORKERS, "gateway-filter")
 
 
 class _Call:

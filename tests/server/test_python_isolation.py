@@ -8,11 +8,12 @@ import logging
 import re
 import sys
 import textwrap
+import threading
 
 import httpx
 import pytest
 import yaml
-from support import CONSOLE, catalog_for
+from support import CONSOLE, catalog_for, until_async
 
 from gateway.invoke import invoke
 
@@ -23,7 +24,8 @@ import threading
 import time
 
 started = 0  # sync calls of `hang` and `block` that began running
-gate = threading.Event()  # `block` waits for it; tests set it when they end
+gate = threading.Event()  # `block` and `blocking_filter` wait for it; tests set it when they end
+filtered = []  # the calls `blocking_filter` let in (a list: appends from many threads are never lost)
 
 
 def hello() -> str:
@@ -56,6 +58,16 @@ def closes() -> str:
     raise GeneratorExit()
 
 
+def blocking_filter(call, next):
+    filtered.append(call.tool_id)
+    gate.wait(30)
+    return next()
+
+
+def passing_filter(call, next):
+    return next()
+
+
 async def exits_async(code: int) -> str:
     raise SystemExit(code)
 
@@ -70,12 +82,18 @@ async def sleeps_async() -> str:
 '''
 
 
+# Tools that run `hello` behind a sync filter of theirs: tool id -> the filter.
+FILTERED = {"gated": "blocking_filter", "screened": "passing_filter"}
+
+
 def _tools(**timeouts: float) -> str:
     tools = []
     for name in ("hello", "hang", "block", "exits", "interrupts", "closes", "exits_async", "interrupts_async",
-                 "sleeps_async"):
+                 "sleeps_async", *FILTERED):
         tool = {"id": name, "name": name, "user_description": "u", "ai_description": "a",
-                "binding": {"python": f"{MODULE}:{name}"}}
+                "binding": {"python": f"{MODULE}:{'hello' if name in FILTERED else name}"}}
+        if name in FILTERED:
+            tool["filters"] = [f"{MODULE}:{FILTERED[name]}"]
         if name in timeouts:
             tool["timeout_s"] = timeouts[name]
         tools.append(tool)
@@ -86,7 +104,7 @@ def _tools(**timeouts: float) -> str:
 def isolation_defs(write_definitions):
     """Definitions of the test tools; whatever `block` still waits for is released at the end."""
     root = write_definitions({f"python/{MODULE}.py": textwrap.dedent(TOOLS_PY),
-                              "tools.yaml": _tools(hello=2, hang=1, block=1, sleeps_async=0.3)})
+                              "tools.yaml": _tools(hello=2, hang=1, block=1, sleeps_async=0.3, gated=1, screened=5)})
     yield root
     module = sys.modules.get(MODULE)
     if module is not None:
@@ -142,6 +160,32 @@ async def test_one_hung_tool_does_not_starve_an_unrelated_sync_tool(isolation_de
         unrelated = await http.post("/tools/hello/call", json={})
         answers = await asyncio.gather(*hung)
     assert unrelated.json()["result"] == "hello", unrelated.text
+    assert all(a.json()["is_error"] and "did not finish within 1 s" in a.json()["text"] for a in answers)
+
+
+def _filter_threads() -> int:
+    return sum(thread.name.startswith("gateway-filter") for thread in threading.enumerate())
+
+
+async def test_one_hung_sync_filter_does_not_starve_another_tools_sync_filter(isolation_defs, start_server):
+    """While 140 calls of a tool whose sync filter blocks are in flight (timeout 1 s), an unrelated tool's sync
+    filter still runs and its call answers: the blocked filter holds at most max_concurrent_calls_per_tool
+    threads, and its tool's calls beyond them end as the timeout error without taking one."""
+    served = start_server(isolation_defs)
+    cap = served.gateway.settings.max_concurrent_calls_per_tool
+    module = sys.modules[MODULE]
+    threads_before = _filter_threads()
+    async with httpx.AsyncClient(base_url=served.url, timeout=30,
+                                 limits=httpx.Limits(max_connections=150)) as http:
+        gated = [asyncio.create_task(http.post("/tools/gated/call", json={})) for _ in range(140)]
+        await until_async(lambda: len(module.filtered) >= cap, "the blocking filter to hold its threads")
+        screened = await http.post("/tools/screened/call", json={})
+        threads = _filter_threads() - threads_before
+        answers = await asyncio.gather(*gated)
+    entered = len(module.filtered)
+    module.gate.set()
+    assert screened.json()["result"] == "hello", screened.text
+    assert entered == cap and threads <= cap + 1, (entered, threads)
     assert all(a.json()["is_error"] and "did not finish within 1 s" in a.json()["text"] for a in answers)
 
 
