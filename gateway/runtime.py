@@ -34,7 +34,7 @@ from .events import EventBus, Observer
 from .filebuilds import changed_tools
 from .gcpause import paused_gc
 from .mcp_pool import McpPool
-from .settings import Settings
+from .settings import Settings, SettingsInvalid
 from .sources import load_all
 from .state import SharedState, open_state
 
@@ -75,6 +75,18 @@ class ReloadOutcome:
         }
 
 
+def _shared_state(settings: Settings) -> SharedState:
+    """The store ``settings.cluster`` names; cluster mode without its extra is a settings error that says what to
+    install (the ``redis`` package is optional, and a bare ModuleNotFoundError left operators a traceback)."""
+    try:
+        return open_state(settings.cluster.get("redis_url"), prefix=settings.cluster.get("prefix", "tool-gateway:"))
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] != "redis":  # a broken module of our own stays the bug it is
+            raise
+        raise SettingsInvalid("setting 'cluster.redis_url': cluster mode needs the redis package, which is "
+                              "missing; install it with: pip install 'tool-gateway[cluster]'") from None
+
+
 class Gateway:
     def __init__(self, settings: Settings):
         self.settings = settings
@@ -82,8 +94,7 @@ class Gateway:
         self.events = EventBus()  # calls, reloads and admin actions, told to metrics, audit, traces (gateway.events)
         self.observers: dict[str, Observer] = {}  # its consumers by name (gateway.observe.attach)
         # What replicas share (gateway.state): Redis in cluster mode, else this process's memory.
-        self.state: SharedState = open_state(settings.cluster.get("redis_url"),
-                                             prefix=settings.cluster.get("prefix", "tool-gateway:"))
+        self.state: SharedState = _shared_state(settings)
         self.replicas: Any = None  # gateway.cluster.Replicas, while the server runs
         self._http: httpx.AsyncClient | None = None
         # Sessions to upstream MCP servers (sources: mcp), kept across catalogs; the reload service starts it.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -193,3 +194,34 @@ def test_validate_applies_the_file_limits_of_the_settings(tmp_path, capsys):
     assert main(["validate", str(EXAMPLES), "--settings", str(settings)]) == 1
     printed = capsys.readouterr()
     assert "is larger than max_file_bytes (100): not read" in printed.out + printed.err
+
+
+# What a machine without the [cluster] extra looks like to the gateway: `import redis` fails as it does when the
+# package is not installed (a meta path finder ahead of the real ones, installed by sitecustomize at start-up).
+WITHOUT_REDIS = '''
+import sys
+
+
+class NotInstalled:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "redis":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, NotInstalled())
+'''
+
+
+def test_cluster_settings_without_the_cluster_extra_are_one_line_naming_it(tmp_path):
+    """`serve` with a Redis URL but no `redis` package exits 2 with one line that says which extra to install,
+    not a ModuleNotFoundError traceback."""
+    (tmp_path / "sitecustomize.py").write_text(WITHOUT_REDIS)
+    environ = {**os.environ, "PYTHONPATH": str(tmp_path), "TOOL_GATEWAY_CLUSTER_REDIS_URL": "redis://127.0.0.1:1/0"}
+    done = subprocess.run([sys.executable, "-m", "gateway", "serve", str(EXAMPLES), "--no-reload", "--port", "0"],
+                          capture_output=True, text=True, timeout=60, check=False, env=environ)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    [error] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert error == ("error: setting 'cluster.redis_url': cluster mode needs the redis package, which is missing; "
+                     "install it with: pip install 'tool-gateway[cluster]'")
