@@ -2,8 +2,9 @@
 
 ``title`` is the tool's display ``name``; ``description`` is what the model reads (``ai_description``). MCP wants
 an object at the root of ``outputSchema`` (through revision 2025-11-25) and of ``structuredContent``: a tool that
-returns anything else (a list, a number) is declared as ``{"result": <its schema>}``, and its structured content
-must be wrapped the same way — ``structured_content`` does it, so the listing and the results agree.
+returns anything else (a list, a number) is declared as ``{"result": <its schema>}``, marked
+``x-fastmcp-wrap-result: true``, and its structured content must be wrapped the same way — ``structured_content``
+does it, so the listing and the results agree.
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ from typing import Any
 from ..catalog import Tool
 from .adapt import model_text, types_of
 from .refs import DEFINITIONS
+
+# How a wrapped outputSchema says so to FastMCP's client (its own servers' convention), which then hands users the
+# value itself (``.data == 4.0``) instead of a ``Root(result=4.0)`` object. An unknown keyword to JSON Schema, so
+# validators (the official SDK's client) ignore it and every other client sees the same wrapped schema as before.
+WRAP_MARK = "x-fastmcp-wrap-result"
 
 # YAML annotation keys → MCP ToolAnnotations hint names.
 ANNOTATIONS = {
@@ -53,7 +59,8 @@ def output_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     hoisted = ("$schema", *DEFINITIONS)
     inner = {key: value for key, value in schema.items() if key not in hoisted}
     wrapper: dict[str, Any] = {key: schema[key] for key in hoisted if key in schema}
-    wrapper.update({"type": "object", "properties": {"result": inner}, "required": ["result"]})
+    wrapper.update({"type": "object", "properties": {"result": inner}, "required": ["result"],
+                    WRAP_MARK: True})
     return wrapper
 
 
