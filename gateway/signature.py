@@ -23,12 +23,13 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_typ
 
 from . import docstrings
 
+_NULL = {"type": "null"}
 _SCALARS: dict[Any, dict[str, Any]] = {
     str: {"type": "string"},
     int: {"type": "integer"},
     float: {"type": "number"},
     bool: {"type": "boolean"},
-    type(None): {"type": "null"},
+    type(None): _NULL,
     dt.datetime: {"type": "string", "format": "date-time"},
     dt.date: {"type": "string", "format": "date"},
     dt.time: {"type": "string", "format": "time"},
@@ -131,11 +132,9 @@ def schema_for_type(hint: Any) -> dict[str, Any]:
             schema = {**_SCALARS[next(iter(kinds))], "enum": values}
         return schema
     if origin in (Union, types.UnionType):
-        options = [schema_for_type(a) for a in args]
-        simple = [o.get("type") for o in options]
-        if all(isinstance(t, str) and len(o) == 1 for t, o in zip(simple, options)):
-            return {"type": simple}
-        return {"anyOf": options}
+        # anyOf even for plain types, never a `type` list: the form every client reads (MCP Inspector warns on
+        # `type: [boolean, "null"]`, and form builders and providers handle one type per schema).
+        return {"anyOf": [schema_for_type(a) for a in args]}
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         schema = schema_for_type(Literal[tuple(member.value for member in hint)])
         return _described(schema, docstrings.parse(hint).description)
@@ -178,13 +177,9 @@ def _class_hints(cls: type) -> dict[str, Any]:
 
 
 def _constrain(schema: dict[str, Any], keywords: dict[str, Any]) -> dict[str, Any]:
-    """Add keywords to a schema; for an optional ``T | None`` they go to the ``T`` branch."""
-    if schema.get("type") and isinstance(schema["type"], list) and "null" in schema["type"]:
-        rest = [t for t in schema["type"] if t != "null"]
-        inner = {**schema, "type": rest[0] if len(rest) == 1 else rest, **keywords}
-        inner.pop("description", None)
-        outer = {"anyOf": [inner, {"type": "null"}]}
-        return {**outer, "description": schema["description"]} if "description" in schema else outer
+    """Add keywords to a schema; for an optional ``T | None`` they go to the ``T`` branches (a null stays null)."""
+    if _NULL in schema.get("anyOf", ()):
+        return {**schema, "anyOf": [o if o == _NULL else {**o, **keywords} for o in schema["anyOf"]]}
     return {**schema, **keywords}
 
 

@@ -74,7 +74,7 @@ def _returning(hint: Any) -> Any:
     (tuple[int, str], {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": False,
                        "minItems": 2, "maxItems": 2}),
     (dict[str, float], {"type": "object", "additionalProperties": {"type": "number"}}),
-    (int | None, {"type": ["integer", "null"]}),
+    (int | None, {"anyOf": [{"type": "integer"}, {"type": "null"}]}),
     (Annotated[float, "Degrees Celsius."], {"type": "number", "description": "Degrees Celsius."}),
 ])
 def test_a_return_annotation_derives_its_schema(hint, expected):

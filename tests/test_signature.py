@@ -64,7 +64,7 @@ def test_every_supported_hint_maps_to_a_valid_schema():
     assert props["scores"] == {"type": "object", "additionalProperties": {"type": "number"}}
     assert props["when"] == {"type": "string", "format": "date-time"}
     assert props["anything"] == {}
-    assert props["maybe"] == {"type": ["integer", "null"], "default": None}
+    assert props["maybe"] == {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None}
     assert props["filters"]["anyOf"][0]["properties"] == {"name": {"type": "string"}, "limit": {"type": "integer"}}
     assert schema["required"] == ["number", "count", "flag", "mode", "brightness", "light", "tags", "scores", "when",
                                   "anything"]

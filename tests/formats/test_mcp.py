@@ -3,8 +3,12 @@ and an outputSchema MCP accepts (non-object results wrapped as {"result": …}).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import mcp.types
 from jsonschema import Draft202012Validator
+from support import EXAMPLES, catalog_for
 
 from gateway.formats import render_tool
 from gateway.formats.mcp import structured_content
@@ -51,3 +55,23 @@ def test_a_non_object_output_schema_is_wrapped_as_result(make_tool, provider_typ
     assert content == {"result": [{"id": 1}]}
     assert Draft202012Validator(schema).is_valid(content)
     assert not Draft202012Validator(schema).is_valid({"result": [{"id": "one"}]})
+
+
+def _type_lists(node: Any, where: str) -> Iterator[str]:
+    """Where a ``type`` keyword below ``node`` is a list (``["string", "null"]``)."""
+    if isinstance(node, dict):
+        if isinstance(node.get("type"), list):
+            yield f"{where}: type {node['type']}"
+        for key, value in node.items():
+            yield from _type_lists(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _type_lists(value, f"{where}/{index}")
+
+
+def test_no_shipped_tool_has_a_type_list_in_its_input_schema():
+    """Every shipped tool's input schema, declared or derived from a signature, gives each schema one type
+    (a nullable value is ``anyOf`` with ``{type: "null"}``): MCP Inspector warns on ``type: [string, "null"]``."""
+    found = [spot for tool in catalog_for(EXAMPLES).tools.values()
+             for spot in _type_lists(tool.input_schema, tool.id)]
+    assert found == []
