@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -231,19 +232,24 @@ async def waits() -> str:
 '''
 
 
+def one_async_tool(write_definitions, module: str, source: str, function: str) -> Path:
+    """A definitions directory serving ``function`` of ``python/<module>.py`` as a tool of that name."""
+    return write_definitions({f"python/{module}.py": source, "tools.yaml": f"""
+        tools:
+          - id: {function}
+            name: {function}
+            user_description: u
+            ai_description: a
+            timeout_s: 120
+            binding: {{python: "{module}:{function}"}}
+        """})
+
+
 async def test_a_cancelled_fast_call_is_answered_as_the_sdk_answers_it(write_definitions, start_server, monkeypatch):
     """A 2025-11-25 client's notifications/cancelled ends its tools/call in flight: the call's POST is answered
     -32800 "Request cancelled", through the fast path as through the SDK."""
     module = "mcp_fast_waits"
-    root = write_definitions({f"python/{module}.py": WAITS_PY, "tools.yaml": f"""
-        tools:
-          - id: waits
-            name: waits
-            user_description: u
-            ai_description: a
-            timeout_s: 120
-            binding: {{python: "{module}:waits"}}
-        """})
+    root = one_async_tool(write_definitions, module, WAITS_PY, "waits")
     served = start_server(root)
     answers = []
     async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
@@ -285,15 +291,7 @@ async def test_another_key_cannot_cancel_a_session_owners_call(write_definitions
     """notifications/cancelled sent by one key on another key's 2025-11-25 session is refused (404) and leaves
     the owner's call in flight to finish with its result, through the fast path as through the SDK."""
     module = "mcp_fast_held"
-    root = write_definitions({f"python/{module}.py": RELEASED_PY, "tools.yaml": f"""
-        tools:
-          - id: held
-            name: held
-            user_description: u
-            ai_description: a
-            timeout_s: 120
-            binding: {{python: "{module}:held"}}
-        """})
+    root = one_async_tool(write_definitions, module, RELEASED_PY, "held")
     served = start_server(root, api_keys=API_KEYS)
     answers = []
     async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:

@@ -5,14 +5,13 @@ Redis comes back empty."""
 from __future__ import annotations
 
 import logging
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 import redis
-from support import EXAMPLES, running, until
+from support import running, until
 
 LEGACY = "2025-11-25"
 ACCEPT = {"Accept": "application/json, text/event-stream"}
@@ -20,17 +19,10 @@ SUM = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "su
 
 
 @pytest.fixture
-def definitions(tmp_path: Path) -> Path:
-    target = tmp_path / "tool-definitions"
-    shutil.copytree(EXAMPLES, target, ignore=shutil.ignore_patterns("__pycache__"))
-    return target
-
-
-@pytest.fixture
-def replicas(definitions: Path, redis_server) -> Iterator[tuple[str, str]]:
+def replicas(examples_dir: Path, redis_server) -> Iterator[tuple[str, str]]:
     """Two gateways sharing ``redis_server`` (heartbeat every 0.2 s): their URLs."""
     cluster = {"redis_url": redis_server.url, "heartbeat_s": 0.2}
-    with running(definitions, cluster=cluster) as a, running(definitions, cluster=cluster) as b:
+    with running(examples_dir, cluster=cluster) as a, running(examples_dir, cluster=cluster) as b:
         yield a.url, b.url
 
 
