@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .state import StateUnavailable
+from .state.misshapen import Misshapen
 
 if TYPE_CHECKING:
     from .runtime import Gateway
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("gateway.cluster")
 REPLICAS = "replica:"
 DEFAULT_HEARTBEAT_S = 2.0
-MISSHAPEN_REMEMBERED = 1024  # keys of records of the wrong shape already logged
 
 
 @dataclass
@@ -51,7 +51,7 @@ class Replicas:
         self.heartbeat_s = float(gateway.settings.cluster.get("heartbeat_s", DEFAULT_HEARTBEAT_S))
         self.started = time.time()
         self.health = Health()
-        self.misshapen: set[str] = set()  # keys of records of the wrong shape, logged once
+        self.misshapen = Misshapen(log)
 
     def record(self) -> dict[str, Any]:
         last = self.gateway.last_reload
@@ -90,7 +90,7 @@ class Replicas:
 
     def _well_shaped(self, key: str, raw: bytes) -> dict[str, Any] | None:
         """A replica record as ``beat`` writes it, or None for another writer's or a corrupt value: left out of the
-        list (never a 500), logged once per key (``/status`` is polled; the log must not grow with each poll)."""
+        list (never a 500)."""
         try:
             record = json.loads(raw)
         except ValueError:  # not JSON, or not UTF-8
@@ -98,11 +98,7 @@ class Replicas:
         if (type(record) is dict and isinstance(record.get("id"), str) and isinstance(record.get("version"), str)
                 and isinstance(record.get("tools"), int)):
             return record
-        if key not in self.misshapen:
-            if len(self.misshapen) >= MISSHAPEN_REMEMBERED:
-                self.misshapen.clear()
-            self.misshapen.add(key)
-            log.warning("replica record %s has the wrong shape; left out of the list", key[:80])
+        self.misshapen.tell(key, f"replica record {key[:80]} has the wrong shape; left out of the list")
         return None
 
     async def run(self) -> None:

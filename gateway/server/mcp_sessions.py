@@ -48,15 +48,15 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager, _er
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.transport_context import TransportContext
-from mcp_types import INTERNAL_ERROR, INVALID_REQUEST
+from mcp_types import INVALID_REQUEST
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from starlette.datastructures import Headers
-from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from ..state import SharedState, StateUnavailable
-from .errors import dumps
+from ..state.misshapen import Misshapen
 from .mcp_fast import FastSession
+from .mcp_session_records import initialize_params, not_found, unavailable, well_shaped
 
 log = logging.getLogger("gateway.mcp")
 RECORD = "mcp-session:"
@@ -65,7 +65,6 @@ SESSION_TTL_S = 1800.0  # with no idle timeout given to the SDK: a session unuse
 RENEW_EVERY_S = 60.0
 MARK = "mcp-sessions-mark:"  # + a replica's own id: see ``watch``
 MARK_LIVES = 3  # checks: a mark outlives a late check or two
-MISSHAPEN_REMEMBERED = 1024  # ids of records of the wrong shape already logged
 RETRY_LISTEN_S = 1.0  # between attempts to listen for closed sessions while the shared state is unreachable
 
 
@@ -89,7 +88,7 @@ class SharedSessions:
         self.owners: dict[str, str | None] = {}  # session id -> the API key that opened it, for sessions opened here
         self.streams: dict[str, set[StreamableHTTPServerTransport]] = {}  # GET streams served here from records
         self.tasks: set[asyncio.Task[None]] = set()
-        self.misshapen: set[str] = set()  # ids whose record had the wrong shape, logged once
+        self.misshapen = Misshapen(log)
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, body: bytes | None, owner: str | None) -> None:
         """Serve one ``/mcp`` request (``body``: a POST's, already read and screened)."""
@@ -100,7 +99,7 @@ class SharedSessions:
             await self.manager.handle_request(scope, receive, send)
             return
         if session_id is None:
-            opening = _initialize_params(body) if body is not None else None
+            opening = initialize_params(body) if body is not None else None
             if opening is not None:
                 if self._over_cap(owner):
                     await _error_response(
@@ -119,7 +118,7 @@ class SharedSessions:
             # Held here (or no id a session could have): the SDK serves it as usual, to the key that opened it only.
             if not self._owned(session_id, owner):
                 log.warning("MCP session %s refused: opened with another API key", session_id[:16])
-                await _not_found(scope, receive, send)
+                await not_found(scope, receive, send)
                 return
             await self.manager.handle_request(scope, receive, send)
             if not deleting:
@@ -128,7 +127,7 @@ class SharedSessions:
         try:
             record = await self._record(session_id, owner)
         except StateUnavailable as exc:
-            await _unavailable(exc, scope, receive, send)
+            await unavailable(exc, scope, receive, send)
             return
         if record is None:
             await self.manager.handle_request(scope, receive, send)  # the SDK's 404
@@ -234,16 +233,10 @@ class SharedSessions:
         raw = await self.state.get(RECORD + session_id)
         if raw is None:
             return None
-        record = _well_shaped(raw)
-        if record is None:
-            # Another writer's or a corrupt value: as missing (the SDK's 404), never a 500. Logged once per id,
-            # not per request (a client retrying must not flood the log); the memory of ids logged is bounded.
-            if session_id not in self.misshapen:
-                if len(self.misshapen) >= MISSHAPEN_REMEMBERED:
-                    self.misshapen.clear()
-                self.misshapen.add(session_id)
-                log.warning("MCP session %s: its shared record has the wrong shape; treated as missing",
-                            session_id[:16])
+        record = well_shaped(raw)
+        if record is None:  # another writer's or a corrupt value: as missing (the SDK's 404), never a 500
+            self.misshapen.tell(session_id, f"MCP session {session_id[:16]}: its shared record has the wrong shape; "
+                                            "treated as missing")
             return None
         if record.get("owner") != owner:
             if not quiet:
@@ -408,40 +401,3 @@ class SharedSessions:
                     await task
             for pending in list(self.tasks):
                 pending.cancel()
-
-
-def _well_shaped(raw: bytes) -> dict[str, Any] | None:
-    """A session record as ``_store`` writes it, or None for any other value."""
-    try:
-        record = json.loads(raw)
-    except ValueError:  # not JSON, or not UTF-8
-        return None
-    if (type(record) is not dict or record.get("version") not in HANDSHAKE_PROTOCOL_VERSIONS
-            or "owner" not in record or not isinstance(record["owner"], str | None)
-            or not all(isinstance(record.get(k), dict | None) for k in ("client_info", "capabilities"))):
-        return None
-    return record
-
-
-def _initialize_params(body: bytes) -> dict[str, Any] | None:
-    """The params of an ``initialize`` request, when ``body`` is one (screened already: valid JSON)."""
-    if b'"initialize"' not in body:  # most bodies: no parse
-        return None
-    message = json.loads(body)
-    if not isinstance(message, dict) or message.get("method") != "initialize":
-        return None
-    params = message.get("params")
-    return params if isinstance(params, dict) else {}
-
-
-async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
-    """What the SDK answers for a session that does not exist (its session manager's own response)."""
-    await _error_response("Session not found", 404)(scope, receive, send)
-
-
-async def _unavailable(exc: StateUnavailable, scope: Scope, receive: Receive, send: Send) -> None:
-    body = {"jsonrpc": "2.0", "id": None, "error": {
-        "code": INTERNAL_ERROR,
-        "message": f"This MCP session is held by another replica and its record cannot be read: {exc}. "
-                   "Retry shortly, or open a new session."}}
-    await Response(dumps(body), exc.status, media_type="application/json")(scope, receive, send)
