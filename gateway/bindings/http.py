@@ -47,7 +47,7 @@ from ..upstream import (
     retry_after,
 )
 from . import Bound, BuildEnv
-from .httpspec import UNSENDABLE_IN_HEADER, HttpBinding, parse, text
+from .httpspec import UNSENDABLE_IN_HEADER, HttpBinding, cookie_pairs, parse, text
 
 MAX_REDIRECTS = 5
 ERROR_EXCERPT_BYTES = 4096
@@ -147,9 +147,13 @@ def _request(binding: HttpBinding, scope: Mapping[str, Any]) -> _Rendered:
         if value is OMIT or value is None:
             continue
         value = text(value)
+        if name.lower() == "cookie":
+            value = cookie_pairs(value)
+            if not value:
+                continue  # every cookie it names was omitted
         if UNSENDABLE_IN_HEADER.search(value):
-            raise _fail(binding, f"the value for header '{name}' contains a line break or control character, "
-                                 "which cannot be sent in an HTTP header")
+            raise _fail(binding, f"the value for header '{name}' contains a line break or control character"
+                                 f"{_from_arguments(compiled)}, which cannot be sent in an HTTP header")
         rendered.headers.append((name, value.encode("utf-8")))
         if compiled.references.secrets:
             rendered.credentials += _credentials(name, value, compiled.references.secrets)
@@ -171,6 +175,13 @@ def _request(binding: HttpBinding, scope: Mapping[str, Any]) -> _Rendered:
         if not any(name.lower() == "content-type" for name, _ in rendered.headers):
             rendered.headers.append(("Content-Type", b"text/plain; charset=utf-8"))
     return rendered
+
+
+def _from_arguments(compiled: Compiled) -> str:
+    """Which arguments a header's value reads, for its error: the model reads the error and fixes those."""
+    names = sorted(compiled.references.args)
+    listed = ", ".join(repr(name) for name in names)
+    return f" (from argument{'s' if len(names) > 1 else ''} {listed})" if names else ""
 
 
 def _credentials(header: str, value: str, secrets: frozenset[str]) -> list[tuple[str, str]]:

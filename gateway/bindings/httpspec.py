@@ -44,6 +44,30 @@ def _segment(value: Any) -> str:
 
 
 PATH_ENV = environment(finalize=_segment)
+# RFC 6265 cookie-octets: printable ASCII but space, '"', ',', ';' and backslash. Kept as written, so that a value
+# which already is one cookie-value (a session token, base64, a JWT, one already percent-encoded) is sent as is.
+_COOKIE_OCTETS = "".join(chr(code) for code in range(0x21, 0x7F) if chr(code) not in '",;\\')
+
+
+def _cookie_value(value: Any) -> str:
+    """A Cookie header template's output as exactly one cookie-value, whatever it holds: every byte outside the
+    cookie-octets percent-encoded (UTF-8), so a ';' cannot start another cookie nor a line break another header.
+    A list or an object is OpenAPI's ``form`` style unexploded (``a,b``; ``key,value,key,value``), its commas
+    encoded too; the exploded form would be a query string (``a&k=v``) naming cookies after the value's keys."""
+    if isinstance(value, list):
+        value = ",".join(text(item) for item in value)
+    elif isinstance(value, dict):
+        value = ",".join(f"{key},{text(item)}" for key, item in value.items())
+    return quote(text(value), safe=_COOKIE_OCTETS)
+
+
+COOKIE_ENV = environment(finalize=_cookie_value)
+
+
+def cookie_pairs(rendered: str) -> str:
+    """A rendered Cookie header with its empty pairs dropped (an omitted optional cookie leaves ``; ;``); every
+    ';' left is the definition's, since values are encoded."""
+    return "; ".join(pair.strip() for pair in rendered.split(";") if pair.strip())
 
 
 def text(value: Any) -> str:
@@ -212,7 +236,10 @@ def _headers(spec: Mapping[str, Any], problems: _Problems) -> list[tuple[str, Co
         if isinstance(value, str) and UNSENDABLE_IN_HEADER.search(value.strip("\n")):
             problems.add(("headers", name), f"header '{name}' holds a line break or control character")
             continue
-        compiled = problems.compile(("headers", name), value.strip("\n") if isinstance(value, str) else value)
+        # A Cookie header's {{ }} outputs are cookie-values, encoded as such: an argument never adds a cookie.
+        options = {"env": COOKIE_ENV, "typed": False} if name.lower() == "cookie" else {}
+        compiled = problems.compile(("headers", name), value.strip("\n") if isinstance(value, str) else value,
+                                    **options)
         if compiled is not None and is_routing(name) and _reads_arguments(compiled):
             problems.add(("headers", name), f"header '{name}' tells proxies and servers where a call comes from "
                                             "or goes, or a proxy's credentials: an argument cannot set it (a fixed "

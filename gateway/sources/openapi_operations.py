@@ -9,18 +9,21 @@ parameter's name, and it is required or has no required property of its own (els
 lost). Otherwise it is one argument, ``body``. A parameter whose name two locations share (``id`` in the path and
 in the query) is ``<name>_<in>`` for the later one. Left out, with a warning: a parameter where one of the
 operation's security schemes sends its secret (any case: the upstream would get the model's value beside the
-secret's), and a header parameter the gateway's client sets or a proxy reads (``gateway.header_rules``), named
-``Cookie``, or whose name no header can carry (``{{ x }}``). Other names are sent as written, ``{{ x }}`` too (a
-document is data). The shapes are what a model handles best: flat, named arguments when the API allows, the
-API's own structure when it does not.
+secret's), a header parameter the gateway's client sets or a proxy reads (``gateway.header_rules``), named
+``Cookie``, or whose name no header can carry (``{{ x }}``), and a cookie parameter whose name no cookie can have
+(not a token: ``a; admin``, ``{{ x }}``). Other names are sent as written, ``{{ x }}`` too (a document is data).
+The shapes are what a model handles best: flat, named arguments when the API allows, the API's own structure
+when it does not.
 
 Binding: ``method``; ``url`` = the server URL (``server_url``, else the operation's, path's or document's
 ``servers[0]`` with its variables' defaults; a relative one is resolved against the document's URL) + the path,
 each ``{param}`` a ``{{ args.param }}`` (percent-encoded as one segment by the binding); ``query`` and
-``headers`` templates; ``json`` (or ``form``) body. Security: the first of the operation's requirements whose
-schemes the source gives values for (``security: {scheme: "{{ secrets.X }}"}``): apiKey → its header, query
-parameter or cookie; http bearer (and oauth2/openIdConnect) → ``Authorization: Bearer <value>``; http basic →
-``Authorization: Basic base64(<value>)`` with the value written ``user:password``.
+``headers`` templates, the cookie parameters (each left out when omitted or null) and an apiKey cookie in one
+``Cookie`` header, whose values the binding encodes as one cookie-value each; ``json`` (or ``form``) body.
+Security: the first of the operation's requirements whose schemes the source gives values for (``security:
+{scheme: "{{ secrets.X }}"}``): apiKey → its header, query parameter or cookie; http bearer (and
+oauth2/openIdConnect) → ``Authorization: Bearer <value>``; http basic → ``Authorization: Basic base64(<value>)``
+with the value written ``user:password``.
 """
 
 from __future__ import annotations
@@ -46,8 +49,21 @@ _TEMPLATE = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 
 
 def argument(name: str) -> str:
-    """The template reading argument ``name`` (subscript form when it is not an identifier: ``X-Request-Id``)."""
-    return f"{{{{ args.{name} }}}}" if _IDENTIFIER.match(name) else f"{{{{ args[{json.dumps(name)}] }}}}"
+    """The template reading argument ``name``."""
+    return f"{{{{ {_reference(name)} }}}}"
+
+
+def _reference(name: str) -> str:
+    """The expression reading argument ``name`` (subscript form when it is not an identifier: ``X-Request-Id``)."""
+    return f"args.{name}" if _IDENTIFIER.match(name) else f"args[{json.dumps(name)}]"
+
+
+def _cookie(name: str, key: str) -> str:
+    """Cookie ``name`` from argument ``key``, or nothing when the argument is omitted or null: one Cookie header
+    holds every cookie parameter, and the binding drops the empty pairs and encodes each value as one
+    cookie-value."""
+    value = _reference(key)
+    return f"{{% if {value} is defined and {value} is not none %}}{name}={{{{ {value} }}}}{{% endif %}}"
 
 
 class Operations:
@@ -98,6 +114,7 @@ class Operations:
         http: dict[str, Any] = {"method": method.upper()}
         query: dict[str, Any] = {}
         headers: dict[str, Any] = {}
+        cookies: list[str] = []
         path_arguments: dict[str, str] = {}
         credentials = self._credentials(operation)
         for parameter, at in self._parameters(item, operation, where):
@@ -120,7 +137,7 @@ class Operations:
             elif location == "header":
                 headers[original] = argument(key)
             else:
-                headers["Cookie"] = f"{literal(original)}={argument(key)}"  # one cookie parameter is the common case
+                cookies.append(_cookie(original, key))
         missing = [p for p in _PATH_PARAMETER.findall(route) if p not in path_arguments]
         if missing:
             self._problem(where, f"{method.upper()} {route}: path parameter(s) {', '.join(missing)} are not declared "
@@ -131,7 +148,9 @@ class Operations:
                                                   for index, piece in enumerate(pieces))
         if not self._body(operation, where, properties, required, http):
             return None
-        self._security(operation, where, query, headers)
+        self._security(operation, where, query, headers, cookies)
+        if cookies:
+            headers["Cookie"] = "; ".join(cookies)
         http["url"] = url
         if query:
             http["query"] = query
@@ -152,10 +171,10 @@ class Operations:
         scheme = credentials.get((location, name.lower()))
         if scheme is not None:  # two values upstream, the model's first: which one counts is the upstream's guess
             return f"is where security scheme '{scheme}' sends the source's secret"
+        if location in ("header", "cookie") and not is_sendable(name):  # a cookie's name is a token too
+            return f"cannot be sent as a {location} name (a token: letters, digits and !#$%&'*+-.^_`|~ only)"
         if location != "header":
             return None
-        if not is_sendable(name):
-            return "cannot be sent as a header name (a token: letters, digits and !#$%&'*+-.^_`|~ only)"
         if is_transport(name):
             return "is set by the gateway's HTTP client from the url, the body and the connection"
         if is_routing(name):
@@ -273,7 +292,7 @@ class Operations:
         return True
 
     def _security(self, operation: Mapping[str, Any], where: Path, query: dict[str, Any],
-                  headers: dict[str, Any]) -> None:
+                  headers: dict[str, Any], cookies: list[str]) -> None:
         options = self._requirements(operation)
         if not options:
             return
@@ -291,7 +310,7 @@ class Operations:
                 if place == "query":
                     query[key] = value
                 elif place == "cookie":
-                    headers["Cookie"] = f"{literal(key)}={value}"
+                    cookies.append(f"{literal(key)}={value}")
                 else:
                     headers[key] = value
             elif kind == "http" and str(scheme.get("scheme", "")).lower() == "basic":

@@ -49,8 +49,8 @@ def definitions(tmp_path: Path, doc: dict, source: str = "", security: dict | No
 
 
 def test_jinja_in_paths_and_parameter_names_is_sent_as_written_never_rendered(tmp_path, recorder, monkeypatch):
-    """`{{ ... }}` in a document's path, and a cookie parameter named with one, reach the upstream as those
-    characters: a document is data, never a template (no secret, no 49)."""
+    """`{{ ... }}` in a document's path reaches the upstream as those characters: a document is data, never a
+    template (no secret, no 49); a cookie parameter named with one, which no cookie can be named, is left out."""
     monkeypatch.setenv("LEAKME", SECRET)
     seen, url = recorder
     cookie = {"name": "{{ secrets.LEAKME }}", "in": "cookie", "schema": {"type": "string"}}
@@ -65,7 +65,8 @@ def test_jinja_in_paths_and_parameter_names_is_sent_as_written_never_rendered(tm
     gateway = Gateway(Settings(definitions=definitions(tmp_path, doc), reload=False))
     with serving(create_app(gateway)) as served:
         assert "undeclared" not in gateway.catalog.tools
-        for tool, arguments in (("templated", {"id": "x", " secrets.LEAKME ": "7*7", "{{ secrets.LEAKME }}": "c"}),
+        assert "{{ secrets.LEAKME }}" not in gateway.catalog.tools["templated"].definition.input_schema["properties"]
+        for tool, arguments in (("templated", {"id": "x", " secrets.LEAKME ": "7*7"}),
                                 ("braces", {"id": "y"})):
             response = httpx.post(f"{served.url}/tools/{tool}/call", json=arguments, timeout=30)
             assert response.status_code == 200, response.text
@@ -278,3 +279,91 @@ def test_a_reference_cycle_in_a_document_is_expanded_to_a_bound_never_a_recursio
     validator = build_catalog(load_definitions(root), Settings(definitions=root)).tools["x"].validator
     assert list(validator.iter_errors({"a": {}, "c": {}})) == []
     assert sorted(list(e.absolute_path) for e in validator.iter_errors({"a": 1, "c": 2})) == [["a"], ["c"]]
+
+
+COOKIE_VALUES = {  # a model's value → what the upstream reads as the cookie's value (still percent-encoded)
+    "a; admin=1": "a%3B%20admin=1",
+    "x\r\nX-Injected: 1": "x%0D%0AX-Injected:%201",
+    'Zoë "q" \\ ,': "Zo%C3%AB%20%22q%22%20%5C%20%2C",
+    "tok+/=%41": "tok+/=%41",  # cookie-octets, already one cookie-value: sent as written
+}
+
+
+def test_a_cookie_parameter_is_exactly_one_cookie_whatever_its_value(tmp_path, recorder):
+    """A cookie parameter's value holding `;`, a line break, quotes, a backslash, a comma or non-ASCII is sent as
+    exactly that one cookie, everything outside RFC 6265's cookie-octets percent-encoded: the upstream never sees
+    a cookie the value named (`admin`) nor a header it added; arrays and objects are OpenAPI's form style,
+    unexploded, encoded the same way."""
+    seen, url = recorder
+    doc = document(url, {"/x": {"get": operation("x", parameters=[
+        {"name": "sid", "in": "cookie", "schema": {"type": "string"}}])},
+        "/y": {"get": operation("y", parameters=[
+            {"name": "tags", "in": "cookie", "schema": {"type": "array", "items": {"type": "string"}}},
+            {"name": "prefs", "in": "cookie", "schema": {"type": "object"}}])}})
+    gateway = Gateway(Settings(definitions=definitions(tmp_path, doc), reload=False))
+    with serving(create_app(gateway)) as served:
+        for arguments in [{"sid": value} for value in COOKIE_VALUES] + [
+                {"tags": ["x", "y; admin=2"], "prefs": {"admin": 1, "b": "c,d"}}]:
+            answer = httpx.post(f"{served.url}/tools/{'x' if 'sid' in arguments else 'y'}/call", json=arguments,
+                                timeout=30)
+            assert answer.status_code == 200 and not answer.json()["is_error"], answer.text
+    assert [request["cookies"] for request in seen.requests] == [{"sid": sent} for sent in COOKIE_VALUES.values()] + [
+        {"tags": "x%2Cy%3B%20admin=2", "prefs": "admin%2C1%2Cb%2Cc%2Cd"}]
+    assert all("x-injected" not in request["headers"] for request in seen.requests), seen.requests
+
+
+def test_cookie_parameters_and_an_api_key_cookie_are_one_cookie_header(tmp_path, recorder, monkeypatch):
+    """Every cookie parameter of an operation and its apiKey cookie reach the upstream in one Cookie header, an
+    omitted or null optional one left out (never `theme=` nor the whole header lost)."""
+    monkeypatch.setenv("COOKIE_KEY", SECRET)
+    seen, url = recorder
+    doc = document(url, {"/x": {"get": operation("x", security=[{"session": []}], parameters=[
+        {"name": "sid", "in": "cookie", "required": True, "schema": {"type": "string"}},
+        {"name": "theme", "in": "cookie", "schema": {"type": ["string", "null"]}},
+        {"name": "X-Lang", "in": "cookie", "schema": {"type": "string"}}])}})
+    doc["components"]["securitySchemes"] = {"session": {"type": "apiKey", "in": "cookie", "name": "session"}}
+    root = definitions(tmp_path, doc, security={"session": "{{ secrets.COOKIE_KEY }}"})
+    gateway = Gateway(Settings(definitions=root, reload=False))
+    with serving(create_app(gateway)) as served:
+        for arguments in ({"sid": "s1", "theme": "dark", "X-Lang": "nb"}, {"sid": "s2", "theme": None}):
+            answer = httpx.post(f"{served.url}/tools/x/call", json=arguments, timeout=30)
+            assert answer.status_code == 200 and not answer.json()["is_error"], answer.text
+    assert [[value for name, value in headers if name == "cookie"] for headers in seen.header_lists] == [
+        [f"sid=s1; theme=dark; X-Lang=nb; session={SECRET}"], [f"sid=s2; session={SECRET}"]]
+
+
+def test_a_cookie_parameter_no_cookie_can_be_named_is_left_out(tmp_path, recorder):
+    """A cookie parameter whose name is not a token (`a; admin`, `{{ x }}`), which would name other cookies, is
+    left out of the tool's arguments with a warning; the operation's other cookies are sent."""
+    seen, url = recorder
+    doc = document(url, {"/x": {"get": operation("x", parameters=[
+        {"name": name, "in": "cookie", "schema": {"type": "string"}} for name in ("a; admin", "{{ x }}", "ok")])}})
+    gateway = Gateway(Settings(definitions=definitions(tmp_path, doc), reload=False))
+    assert list(gateway.catalog.tools["x"].definition.input_schema["properties"]) == ["ok"]
+    warned = " ".join(w.message for w in gateway.catalog.warnings)
+    assert all(f"cookie parameter '{name}' cannot be sent as a cookie name" in warned
+               for name in ("a; admin", "{{ x }}")), warned
+    with serving(create_app(gateway)) as served:
+        answer = httpx.post(f"{served.url}/tools/x/call", json={"ok": "1"}, timeout=30)
+        assert answer.status_code == 200 and not answer.json()["is_error"], answer.text
+    assert seen.requests[0]["cookies"] == {"ok": "1"}, seen.requests
+
+
+def test_a_header_parameter_with_a_line_break_is_an_error_naming_the_argument(tmp_path, recorder):
+    """A header parameter's value holding CR or LF is an error result naming the argument (never a 500, never a
+    second header upstream): nothing is sent; a non-ASCII value is sent as UTF-8."""
+    seen, url = recorder
+    doc = document(url, {"/x": {"get": operation("x", parameters=[
+        {"name": "X-Trace", "in": "header", "schema": {"type": "string"}}])}})
+    gateway = Gateway(Settings(definitions=definitions(tmp_path, doc), reload=False))
+    with serving(create_app(gateway)) as served:
+        for value in ("a\r\nX-Injected: 1", "a\nb", "a\rb"):
+            answer = httpx.post(f"{served.url}/tools/x/call", json={"X-Trace": value}, timeout=30)
+            assert answer.status_code == 200 and answer.json()["is_error"], answer.text
+            assert ("header 'X-Trace' contains a line break or control character (from argument 'X-Trace')"
+                    in answer.json()["error"]), answer.text
+        assert seen.requests == []
+        answer = httpx.post(f"{served.url}/tools/x/call", json={"X-Trace": "Zoë"}, timeout=30)
+        assert answer.status_code == 200 and not answer.json()["is_error"], answer.text
+    [headers] = seen.header_lists
+    assert ("x-trace", "Zoë".encode().decode("latin-1")) in headers, headers

@@ -45,6 +45,25 @@ async def test_header_values_with_line_breaks_are_refused(upstream, build_tools,
     assert upstream.attempts["crlf"] == 0
 
 
+@pytest.mark.parametrize(("value", "sent"), [
+    ("a; admin=1", "a%3B%20admin=1"), ("x\r\nX-Injected: 1", "x%0D%0AX-Injected:%201"), ("Zoë ,", "Zo%C3%AB%20%2C"),
+    (["x", "y; admin=2"], "x%2Cy%3B%20admin=2"), ("tok+/=%41", "tok+/=%41")])
+async def test_cookie_header_values_are_one_cookie_each(upstream, build_tools, monkeypatch, value, sent):
+    """In a Cookie header every `{{ }}` output is exactly one cookie-value (outside RFC 6265's cookie-octets
+    percent-encoded; a list is its items joined by commas): an argument never adds a cookie nor a header, an
+    omitted one leaves no empty pair, and the definition's own text and a valid secret are sent as written."""
+    monkeypatch.setenv("HTTP_COOKIE_SECRET", "s3cr3t/+=")
+    catalog = build_tools(http_tool(
+        {"url": upstream.at("/echo/c"),
+         "headers": {"Cookie": "sid={{ args.v }}; {% if args.lang is defined %}lang={{ args.lang }}{% endif %}; theme=dark;"
+                               "key={{ secrets.HTTP_COOKIE_SECRET }}"}},
+        {"v": {}, "lang": {"type": "string"}}))
+    result = await invoke(catalog, "t", {"v": value})
+    assert not result.is_error, result.text
+    assert result.value["headers"]["cookie"] == f"sid={sent}; theme=dark; key=[secret HTTP_COOKIE_SECRET]"
+    assert "x-injected" not in result.value["headers"]
+
+
 async def test_query_argument_cannot_add_parameters(upstream, build_tools):
     """`&`, `=` and `#` in a query argument stay inside its own value."""
     catalog = build_tools(http_tool({"url": upstream.at("/echo/q"), "query": {"q": "{{ args.q }}"}},

@@ -7,8 +7,8 @@
   ``type: [string, "null"]``, a recursive search filter (``and``/``or`` of filters), HTTP basic auth, a
   ``$ref`` with a sibling description.
 
-``Recorder`` is the server: every request it receives (method, path, query, headers, JSON body) is kept, and it
-answers with the request echoed, so tests assert on what reached the upstream.
+``Recorder`` is the server: every request it receives (method, path, query, headers, cookies as parsed, JSON
+body) is kept, and it answers with the request echoed, so tests assert on what reached the upstream.
 """
 
 from __future__ import annotations
@@ -187,7 +187,7 @@ class Recorder:
     async def handle(self, request: Request) -> JSONResponse:
         raw = await request.body()
         seen = {"method": request.method, "path": request.url.path, "query": [list(pair) for pair in request.query_params.multi_items()],
-                "headers": {k.lower(): v for k, v in request.headers.items()},
+                "headers": {k.lower(): v for k, v in request.headers.items()}, "cookies": dict(request.cookies),
                 "json": json.loads(raw) if raw else None}
         self.requests.append(seen)
         self.header_lists.append([(k.lower(), v) for k, v in request.headers.items()])
