@@ -6,13 +6,12 @@ at connect time), listing every page of its tools, and its failures in words tha
 itself) takes from an entered client: its stamp, callbacks and result validators. They use names private to the
 SDK (``mcp`` is pinned to 2.3.x in pyproject.toml for this and the server's own two).
 
-``gateway.mcp_pool`` holds such sessions for the gateway; ``list_once`` and ``call_once`` open one for a single
-request where no gateway runs (the first build, before the server's loop starts; the CLI).
+``gateway.mcp_pool`` holds such sessions for the gateway; ``call_once`` (and ``gateway.mcp_listing.list_once``)
+open one for a single request where no gateway runs (the first build, before the server's loop starts; the CLI).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import json
@@ -39,6 +38,16 @@ MAX_PAGES = 100  # a paginator that never ends cannot hold a build
 
 class UpstreamUnavailable(Exception):
     """The upstream cannot be reached now; the message names it and says why (never a secret)."""
+
+
+class ListingTooLarge(UpstreamUnavailable):
+    """The upstream lists more than its source may bring (``ListingBounds``); the message names the setting."""
+
+
+def counted(config: UpstreamConfig, tools: int) -> None:
+    """``ListingTooLarge`` once the pages read so far list more tools than the source may bring."""
+    if tools > config.bounds.tools:
+        raise ListingTooLarge(config.bounds.too_many(config.label))
 
 
 def fingerprint(tools: list[mcp_types.Tool]) -> str:
@@ -74,12 +83,15 @@ def forgotten(exc: MCPError) -> bool:
         word in message for word in ("terminated", "not found", "expired", "invalid"))
 
 
-async def all_tools(client: Client) -> list[mcp_types.Tool]:
+async def all_tools(client: Client, config: UpstreamConfig) -> list[mcp_types.Tool]:
+    """Every page of the listing through the SDK's session, which reads and parses each page whole on its loop
+    (``gateway.mcp_listing`` reads a streamable-HTTP session's pages itself, within ``source_max_bytes``)."""
     tools: list[mcp_types.Tool] = []
     cursor: str | None = None
     for _ in range(MAX_PAGES):
         page = await client.list_tools(cursor=cursor)
         tools += page.tools
+        counted(config, len(tools))
         cursor = page.next_cursor
         if cursor is None:
             break
@@ -108,24 +120,6 @@ async def connected(config: UpstreamConfig, on_message: Callable[[Any], Any] | N
             on_http(http)
         async with Client(streamable_http_client(config.url, http_client=http), **common) as client:
             yield client
-
-
-def list_once(config: UpstreamConfig, timeout: float) -> list[mcp_types.Tool]:
-    """The upstream's tools through a session of the calling thread's own (it must run no event loop)."""
-
-    async def listing() -> list[mcp_types.Tool]:
-        async with connected(config) as client:
-            return await all_tools(client)
-
-    async def bounded() -> list[mcp_types.Tool]:
-        try:
-            return await asyncio.wait_for(listing(), timeout)
-        except TimeoutError:
-            raise
-        except Exception as exc:  # noqa: BLE001 — said in words naming the upstream
-            raise UpstreamUnavailable(f"{config.label} is unreachable: {reason(exc)}") from None
-
-    return asyncio.run(bounded())
 
 
 async def call_once(config: UpstreamConfig, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:

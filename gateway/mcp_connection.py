@@ -10,8 +10,9 @@ upstream restarted mid-use heals by itself. A 2025-11-25 session the upstream no
 HTTP 404) is reconnected and the call, which the upstream refused without running it, is sent once more.
 
 A ``tools/call`` to a streamable-HTTP upstream is posted by the gateway itself on the session's HTTP client
-(``gateway.mcp_fastcall``), beside the SDK's session, which keeps everything else (connecting, listings,
-notifications, the GET or listen stream, reconnects); its answer goes through the SDK's own result checks
+(``gateway.mcp_fastcall``), and so is a ``tools/list`` (``gateway.mcp_listing``: within the source's bounds,
+parsed off the loop), beside the SDK's session, which keeps everything else (connecting, notifications, the GET
+or listen stream, reconnects); a call's answer goes through the SDK's own result checks
 (``gateway.mcp_client.finish_call``).
 
 The upstream's ``tools/list_changed`` (a notification on 2025-11-25 sessions, a ``subscriptions/listen`` event
@@ -34,23 +35,20 @@ import weakref
 from typing import Any, Protocol
 
 import anyio
-import httpx2
 import mcp_types
 from mcp import Client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
 
-from . import mcp_fastcall
+from . import mcp_fastcall, mcp_listing
 from .mcp_client import (
     CALL_READ_TIMEOUT_S,
-    FastSession,
+    ListingTooLarge,
     UpstreamUnavailable,
-    all_tools,
     connected,
     fingerprint,
     finish_call,
     forgotten,
-    list_once,
     reason,
 )
 from .mcp_config import UpstreamConfig
@@ -95,8 +93,6 @@ class Connection:
         self._owners: weakref.WeakSet[object] = weakref.WeakSet()
         self._told = -pool.change_interval_s  # loop time the pool was last told of a change
         self._telling: asyncio.TimerHandle | None = None  # a change heard since then, told when the interval ends
-        self._http: httpx2.AsyncClient | None = None  # the HTTP client of the session being entered
-        self._session_id: str | None = None  # the mcp-session-id its initialize was answered with
         self._fast: mcp_fastcall.FastCall | None = None  # tools/call beside the SDK, on the current client
 
     # -- calls (on the pool's loop) -------------------------------------------------------------------------
@@ -140,7 +136,7 @@ class Connection:
     async def list_tools(self) -> list[mcp_types.Tool]:
         client = await self._session()
         try:
-            return await all_tools(client)
+            return await mcp_listing.list_tools(client, self._fast, self.config)
         except MCPError as exc:
             if self._lost(client, exc):
                 raise UpstreamUnavailable(f"{self.config.label}: {reason(exc)}") from None
@@ -198,10 +194,13 @@ class Connection:
                     future.cancel()
                     raise
             else:
-                tools = list_once(self.config, timeout)
+                tools = mcp_listing.list_once(self.config, timeout)
         except TimeoutError:
             self.listed = ""
             raise UpstreamUnavailable(f"{self.config.label} did not list its tools within {timeout:g} s") from None
+        except ListingTooLarge as exc:
+            self.listed = str(exc)  # what a reconnect's listing says too: no rebuild for the same refusal
+            raise
         except UpstreamUnavailable:
             self.listed = ""
             raise
@@ -229,9 +228,10 @@ class Connection:
             if self._attempt is None or self._attempt.done():
                 self._attempt = loop.create_future()
             attempt, self.state = self._attempt, "connecting"
+            beside = mcp_listing.Beside(self.config.url)
             try:
-                async with connected(self.config, self._notified, self._http_opened) as client:
-                    await self._serve(client, attempt)
+                async with connected(self.config, self._notified, beside.opened) as client:
+                    await self._serve(client, beside, attempt)
                 self.error = self.error or "the connection ended"
             except asyncio.CancelledError:
                 raise
@@ -241,7 +241,7 @@ class Connection:
             finally:
                 if self._fast is not None:
                     self._fast.close()
-                self._client = self._fast = self._http = None
+                self._client = self._fast = None
             was_up = self.state == "up"
             if not attempt.done():
                 attempt.set_exception(UpstreamUnavailable(self.error))
@@ -259,17 +259,19 @@ class Connection:
                 async with asyncio.timeout(backoff(failures)):  # 0.5 s doubling to 8 s; not wait_for (see above)
                     await self._wake.wait()
 
-    async def _serve(self, client: Client, attempt: asyncio.Future[Client]) -> None:
+    async def _serve(self, client: Client, beside: mcp_listing.Beside, attempt: asyncio.Future[Client]) -> None:
         assert self._redo is not None
-        tools = await all_tools(client)
-        if self._http is not None and self.config.url is not None:
-            self._http.event_hooks["response"].remove(self._heard_session_id)  # initialize was answered
-            self._fast = mcp_fastcall.FastCall(self._http, self.config.url, FastSession(client, self._session_id))
+        self._fast = beside.fast(client)
+        try:
+            tools = await mcp_listing.list_tools(client, self._fast, self.config)
+            listed = await asyncio.to_thread(fingerprint, tools)
+        except ListingTooLarge as exc:  # the build says so; the session stays (a reconnect would list it again)
+            tools, listed = [], str(exc)
         self._client, self.state, self.error, self.connected_at = client, "up", None, time.time()
         if not attempt.done():
             attempt.set_result(client)
         log.info("%s connected (%s, %d tools)", self.config.label, client.protocol_version, len(tools))
-        if self.listed is not None and fingerprint(tools) != self.listed:
+        if self.listed is not None and listed != self.listed:
             self._changed()  # it came back, or came back different, since the last build read it
         async with anyio.create_task_group() as group:
             group.start_soon(self._listen, client, group.cancel_scope)
@@ -300,13 +302,6 @@ class Connection:
                     await client.session.send_ping()
             except Exception as exc:  # noqa: BLE001 — whatever it is, the session no longer answers
                 return f"it stopped answering: {reason(exc)}"
-
-    def _http_opened(self, http: httpx2.AsyncClient) -> None:
-        self._http, self._session_id = http, None
-        http.event_hooks["response"].append(self._heard_session_id)
-
-    async def _heard_session_id(self, response: httpx2.Response) -> None:
-        self._session_id = response.headers.get("mcp-session-id") or self._session_id
 
     def _changed(self) -> None:
         """Tell the pool its tools changed, at once or (told less than the pool's ``change_interval_s`` ago) once

@@ -21,8 +21,8 @@ Cancelled (the tool's deadline), a 2025-11-25 session is told ``notifications/ca
 2026-07-28 closing the answer's stream is the signal, as in the SDK. What is done with the result (the SDK's
 result validators, output schema, input-required rounds) is the session's (``gateway.mcp_connection``).
 
-Stdio upstreams, and every other request, stay on the SDK. ``TOOL_GATEWAY_MCP_UPSTREAM_FAST=0`` turns this off
-(tests compare both paths; ``ENABLED`` is read at each call).
+Stdio upstreams, and every other request but ``tools/list`` (``gateway.mcp_listing``), stay on the SDK.
+``TOOL_GATEWAY_MCP_UPSTREAM_FAST=0`` turns this off (tests compare both paths; ``ENABLED`` is read at each call).
 """
 
 from __future__ import annotations
@@ -75,6 +75,10 @@ class Handover(Exception):
     """The fast path did not send the call (or the upstream did not take it): the SDK's session makes it."""
 
 
+class TooLarge(MCPError):
+    """The answer is longer than the bound it was read with; nothing more of it was read."""
+
+
 class Session(Protocol):
     """What a fast call asks of the SDK session it stands beside (``gateway.mcp_connection``)."""
 
@@ -105,9 +109,13 @@ class FastCall:
     async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """The ``result`` member of the upstream's answer; ``MCPError`` for a JSON-RPC error it answered or an
         answer that could not be read (the SDK's codes and words), ``Handover`` when nothing was sent."""
+        return await self.request("tools/call", {"name": name, "arguments": arguments})
+
+    async def request(self, method: str, params: dict[str, Any], limit: int = MAX_JSON_BYTES) -> dict[str, Any]:
+        """``call`` for any request (``gateway.mcp_listing`` sends tools/list): a JSON answer is read up to
+        ``limit`` bytes (past it, ``TooLarge``)."""
         request_id = next(_ids)
-        message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                   "params": {"name": name, "arguments": arguments}}
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         headers = self._headers(message)
         try:
             body = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
@@ -120,7 +128,7 @@ class FastCall:
                 request = self.http.build_request("POST", self.url, content=body, headers=headers)
                 response = await self.http.send(request, stream=True)
             try:
-                return await self._answer(response, request_id)
+                return await self._answer(response, request_id, limit)
             finally:
                 await response.aclose()
         except asyncio.CancelledError:
@@ -130,7 +138,7 @@ class FastCall:
             raise MCPError(code=PARSE_ERROR, message=f"Failed to decode its answer: {exc}") from None
         except (httpx2.TransportError, httpx2.StreamError) as exc:
             # The SDK's transport task dies on these and its session with it: the caller opens a new one.
-            log.debug("fast tools/call to %s failed: %r", self.shown, exc)
+            log.debug("fast %s to %s failed: %r", method, self.shown, exc)
             raise MCPError(code=CONNECTION_CLOSED, message="Connection closed") from None
 
     def close(self) -> None:
@@ -147,7 +155,7 @@ class FastCall:
             headers["mcp-session-id"] = session.session_id
         return headers
 
-    async def _answer(self, response: httpx2.Response, request_id: int) -> dict[str, Any]:
+    async def _answer(self, response: httpx2.Response, request_id: int, limit: int) -> dict[str, Any]:
         status = response.status_code
         if 300 <= status < 400 and response.has_redirect_location:
             raise Handover
@@ -173,8 +181,10 @@ class FastCall:
                 raise MCPError(code=INVALID_REQUEST, message="Session terminated")
             raise MCPError(code=INTERNAL_ERROR, message="Server returned an error response")
         if content_type.startswith("application/json"):
+            body = await _read(response, limit)
             try:
-                message = jsonrpc_message_adapter.validate_json(await _read(response, MAX_JSON_BYTES), by_name=False)
+                message = (await asyncio.to_thread(_large_message, body) if len(body) > MAX_SSE_EVENT_BYTES
+                           else jsonrpc_message_adapter.validate_json(body, by_name=False))
             except ValidationError as exc:
                 raise MCPError(code=PARSE_ERROR, message=f"Failed to parse JSON response: {exc}") from None
             return _result(message, request_id)
@@ -236,13 +246,24 @@ class FastCall:
             log.debug("posting %s to %s failed: %r", message.get("method", "a reply"), self.shown, exc)
 
 
+def _large_message(body: bytes) -> Any:
+    """A large answer's message, for a worker thread. Not ``validate_json``: it holds the GIL for the whole parse
+    (a second for 9 MB), so the loop would wait all the same; ``json.loads`` takes a fifth of that, and the
+    envelope's check does not walk its ``result``."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise MCPError(code=PARSE_ERROR, message=f"Failed to parse JSON response: {exc}") from None
+    return jsonrpc_message_adapter.validate_python(data, by_name=False)
+
+
 async def _read(response: httpx2.Response, limit: int) -> bytes:
-    """The answer's body, decoded; ``MCPError`` as soon as it passes ``limit`` bytes (nothing more is read)."""
+    """The answer's body, decoded; ``TooLarge`` as soon as it passes ``limit`` bytes (nothing more is read)."""
     chunks, size = [], 0
     async for chunk in response.aiter_bytes():
         size += len(chunk)
         if size > limit:
-            raise MCPError(code=INTERNAL_ERROR, message=f"Its answer is larger than {limit} bytes; not read further")
+            raise TooLarge(code=INTERNAL_ERROR, message=f"Its answer is larger than {limit} bytes; not read further")
         chunks.append(chunk)
     return b"".join(chunks)
 

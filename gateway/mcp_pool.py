@@ -10,7 +10,7 @@ imported when a build first asks for a connection, that is when a definitions di
 source; until then the pool is an empty table.
 
 Before the pool is started on a loop (the first build, which runs before the server's loop does), a build's
-listing is made through a session of the build thread's own (``gateway.mcp_client.list_once``).
+listing is made through a session of the build thread's own (``gateway.mcp_listing.list_once``).
 """
 
 from __future__ import annotations

@@ -94,6 +94,11 @@ class Settings:
     max_yaml_nodes: int = 250_000  # nodes one definitions file may hold once its aliases are expanded
     reload_timeout_s: float = 60.0  # a rebuild running longer is abandoned and reported; the last catalog serves
     import_timeout_s: float = 10.0  # importing one python/ module (its top-level code) longer is a problem
+    # What one `sources:` entry may bring (gateway.sources): past either, the source is refused, its status and a
+    # warning naming the setting. Real upstreams list tens to a few hundred tools (GitHub's OpenAPI document, one
+    # of the largest, has ~1,200 operations); 100,000 took the gateway minutes of CPU and a gigabyte of memory.
+    source_max_tools: int = 2_000  # tools an MCP server lists, operations an OpenAPI document declares
+    source_max_bytes: int = 16_777_216  # one tools/list answer of an MCP server (OpenAPI: max_file_bytes)
     # Environment variables ``{{ secrets.NAME }}`` may name; empty: any but the gateway's own (TOOL_GATEWAY_*).
     allowed_secrets: tuple[str, ...] = ()
     # The HTTP server's connection limits (uvicorn / h11).
@@ -174,7 +179,7 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for name in ("definitions", "host", "port", "reload", "reload_poll", "default_timeout_s", "max_result_chars",
                  "max_body_bytes", "max_concurrent_calls", "bridge_sessions_per_client", "log_level",
-                 "mcp_sessions_per_key", "mcp_session_idle_s",
+                 "mcp_sessions_per_key", "mcp_session_idle_s", "source_max_tools", "source_max_bytes",
                  "max_concurrent_calls_per_tool", "max_file_bytes", "max_yaml_nodes", "reload_timeout_s",
                  "import_timeout_s", "header_timeout_s", "keepalive_timeout_s", "max_header_bytes", "return_schema",
                  "log_format", "audit_log", "audit_max_bytes", "audit_backups", "slo_window_s", "tracing"):
@@ -225,7 +230,7 @@ def _coerce(values: dict[str, Any]) -> Settings:
         if name in changes and changes[name] not in allowed:
             raise SettingsInvalid(f"setting '{name}': invalid value {changes[name]!r} "
                                   f"(use one of: {', '.join(allowed)})")
-    for name in ("mcp_sessions_per_key", "mcp_session_idle_s"):
+    for name in ("mcp_sessions_per_key", "mcp_session_idle_s", "source_max_tools", "source_max_bytes"):
         if name in changes and not (0 < changes[name] < math.inf):
             raise SettingsInvalid(f"setting '{name}': must be a positive finite number, got {changes[name]!r}")
     if "log_level" in changes:

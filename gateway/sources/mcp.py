@@ -7,6 +7,12 @@ pooled session (``gateway.mcp_pool``) when the gateway runs, else through a sess
 annotation hints (``readOnlyHint`` → ``read_only``, ...), called through ``{"mcp": {"source", "tool"}}``
 (``gateway.bindings.mcp``).
 
+A listing is read within the source's bounds (``ListingBounds``: ``source_max_tools`` tools in all,
+``source_max_bytes`` per tools/list answer; ``gateway.mcp_listing`` reads and parses it off the event loop). One
+past them is refused as a whole, not cut to its first tools (which those are is the upstream's order, and would
+change under the admin): the source serves its last listing within the bounds, stale, or none, and its status
+and a warning name the setting to raise.
+
 The listing read is kept on disk (``gateway.sources.cache``, by the upstream's URL or command line); when the
 upstream is down at build time that copy is served, marked stale, and calls to its tools fail as error results
 naming it until it is back — then the pool asks for a rebuild and the fresh tools are served.
@@ -24,8 +30,9 @@ from typing import Any
 import mcp_types
 
 from ..errors import Problem
-from ..mcp_client import UpstreamUnavailable, list_once
+from ..mcp_client import ListingTooLarge, UpstreamUnavailable
 from ..mcp_config import UpstreamConfig, parse_config
+from ..mcp_listing import list_once
 from ..mcp_pool import McpPool
 from ..tool_definition import SourceDeclaration
 from . import cache
@@ -59,6 +66,8 @@ def expand(declaration: SourceDeclaration, env: SourceEnv) -> Expansion:
         pool.connection(config).hold(declaration)  # connected while the file declares it, tools or not
     try:
         listed = pool.list_tools_blocking(config, timeout) if pool is not None else list_once(config, timeout)
+    except ListingTooLarge as exc:  # refused, not cut to its first tools: which those are is the upstream's order
+        return _last_known(declaration, config, str(exc), base, until="its listing is within the bound")
     except UpstreamUnavailable as exc:
         return _last_known(declaration, config, str(exc), base)
     raw = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed]
@@ -75,7 +84,7 @@ def expand(declaration: SourceDeclaration, env: SourceEnv) -> Expansion:
 
 
 def _last_known(declaration: SourceDeclaration, config: UpstreamConfig, error: str,
-                base: Mapping[str, Any]) -> Expansion:
+                base: Mapping[str, Any], until: str = "it answers") -> Expansion:
     """The listing kept on disk, stale; none (and a warning) when there is no copy."""
     kept = cache.load(cache.entry("mcp", config.identity, ".json"), MAX_CACHED_BYTES)
     try:
@@ -85,7 +94,7 @@ def _last_known(declaration: SourceDeclaration, config: UpstreamConfig, error: s
         listed = None
     if listed is None:
         status = {**base, "health": "down", "stale": False, "error": error, "last_refresh": None}
-        problem = declaration.problem(["mcp"], f"{error}; it serves no tools until it answers", key=True,
+        problem = declaration.problem(["mcp"], f"{error}; it serves no tools until {until}", key=True,
                                       severity="warning")
         return _remembered(declaration, f"down\0{error}", lambda: Expansion(problems=(problem,), status=status))
     status = {**base, "health": "stale", "stale": True, "error": error, "last_refresh": document.get("at")}

@@ -5,7 +5,9 @@
               ``url``: fetched with httpx from that URL only (no redirect followed), within the build's wait for
               sources and ``max_file_bytes``. Each good copy is kept on disk (``gateway.sources.cache``); when the
               URL cannot be fetched the last copy is served, marked stale (``/status``, ``tool-gateway list``)
-    convert   ``gateway.sources.openapi_operations``: one tool per operation, its input schema, its http binding
+    convert   ``gateway.sources.openapi_operations``: one tool per operation, its input schema, its http binding;
+              a document of more operations than ``source_max_tools`` is refused before any is converted (as a
+              document past ``max_file_bytes``: an error for a ``spec``, a URL's last copy or none for a ``url``)
     report    problems in the document at its file:line:col (a URL's text has lines too), each message starting
               with the JSON pointer of the node
 
@@ -58,26 +60,28 @@ def expand(declaration: SourceDeclaration, env: SourceEnv) -> Expansion:
     if "spec" in settings:
         try:
             label, data = _read_file(declaration, env)
+            tools, problems = convert(declaration, label, data, env, document_url=None)
         except Unreadable as exc:
             return Expansion(problems=(declaration.problem(["openapi", "spec"], str(exc)),),
                              status={"health": "down", "error": str(exc)})
-        tools, problems = convert(declaration, label, data, env, document_url=None)
         return Expansion(tools, problems, {"health": "ok", "document": label, "last_refresh": time.time()})
     url = str(settings["url"])
     copy = cache.entry("openapi", url)
     try:
         data = _fetch(url, env)
+        tools, problems = convert(declaration, url, data, env, document_url=url)
     except Unreadable as exc:
         kept = cache.load(copy, env.limits.max_file_bytes)
-        if kept is None:
-            return Expansion(problems=(declaration.problem(["openapi", "url"], f"{exc}; no earlier copy is kept, so "
-                                                           "it serves no tools until the URL answers",
-                                                           severity="warning"),),
+        try:
+            if kept is None:
+                raise Unreadable("no earlier copy is kept") from None
+            tools, problems = convert(declaration, url, kept, env, document_url=url)
+        except Unreadable as none:
+            return Expansion(problems=(declaration.problem(["openapi", "url"], f"{exc}; {none}, so it serves no "
+                                                           "tools until the URL answers", severity="warning"),),
                              status={"health": "down", "stale": False, "error": str(exc), "document": url})
-        tools, problems = convert(declaration, url, kept, env, document_url=url)
         return Expansion(tools, problems, {"health": "stale", "stale": True, "error": str(exc), "document": url,
                                            "last_refresh": os.stat(copy).st_mtime})
-    tools, problems = convert(declaration, url, data, env, document_url=url)
     if tools:  # a copy worth serving when the URL is down later
         try:
             cache.save(copy, data)
@@ -126,7 +130,8 @@ def _fetch(url: str, env: SourceEnv) -> bytes:
 
 def convert(declaration: SourceDeclaration, label: str, data: bytes, env: SourceEnv, *,
             document_url: str | None) -> tuple[tuple[UpstreamTool, ...], tuple[Problem, ...]]:
-    """The tools of the document ``data`` (named ``label`` in problems), kept per declaration and digest."""
+    """The tools of the document ``data`` (named ``label`` in problems), kept per declaration and digest;
+    ``Unreadable`` when it declares more operations than ``source_max_tools``."""
     key = (json.dumps(declaration.raw, sort_keys=True, default=str), hashlib.sha256(data).hexdigest())
     with _lock:
         if key in _converted:
@@ -154,6 +159,10 @@ def _convert(declaration: SourceDeclaration, label: str, data: bytes, env: Sourc
     settings = declaration.settings
     operations = Operations(document.data, security=settings.get("security") or {},
                             server_url=settings.get("server_url"), document_url=document_url)
+    bound = env.settings.source_max_tools
+    if (count := operations.count()) > bound:  # refused before converting: 100,000 operations took 30 s and 500 MB
+        raise Unreadable(f"{label} declares {count:,} operations, more than {bound:,}, the bound of setting "
+                         "source_max_tools: raise it to serve this source")
     tools = operations.tools()
     problems += located(document, operations.problems, label)
     for scheme, count in sorted(operations.unsatisfied.items()):

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urljoin
 
@@ -81,8 +81,19 @@ class Operations:
         self.unsatisfied: dict[str, int] = {}  # security scheme without a value -> operations that needed it
         self.schemes: dict[str, Mapping[str, Any]] = {}  # security scheme name -> its object, resolved
 
+    def count(self) -> int:
+        """How many operations the document declares (what ``tools`` would convert), without converting them."""
+        return sum(1 for _ in self._operations())
+
     def tools(self) -> list[UpstreamTool]:
         found = []
+        for route, method, item, operation, where in self._operations():
+            tool = self._tool(route, method, item, operation, where)
+            if tool is not None:
+                found.append(tool)
+        return found
+
+    def _operations(self) -> Iterator[tuple[str, str, Mapping[str, Any], Mapping[str, Any], Path]]:
         paths = self.data.get("paths")
         for route, item in (paths.items() if isinstance(paths, Mapping) else ()):
             if not isinstance(item, Mapping):
@@ -92,10 +103,7 @@ class Operations:
             for method in METHODS:
                 operation = item.get(method)
                 if isinstance(operation, Mapping):
-                    tool = self._tool(route, method, item, operation, (*item_path, method))
-                    if tool is not None:
-                        found.append(tool)
-        return found
+                    yield route, method, item, operation, (*item_path, method)
 
     def _problem(self, path: Path, message: str, severity: str = "warning") -> None:
         self.problems.append((path, message, severity))
