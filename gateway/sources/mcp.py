@@ -30,7 +30,7 @@ from typing import Any
 import mcp_types
 
 from ..errors import Problem
-from ..mcp_client import ListingTooLarge, UpstreamUnavailable
+from ..mcp_client import ListingTooLarge, UpstreamUnavailable, listing_digest
 from ..mcp_config import UpstreamConfig, parse_config
 from ..mcp_listing import list_once
 from ..mcp_pool import McpPool
@@ -71,9 +71,11 @@ def expand(declaration: SourceDeclaration, env: SourceEnv) -> Expansion:
     except UpstreamUnavailable as exc:
         return _last_known(declaration, config, str(exc), base)
     raw = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed]
-    text = json.dumps(raw, sort_keys=True)
+    text = listing_digest(raw)
+    # Tool by tool, as listing_digest: a build's one long json.dumps would hold the loop that serves the calls.
+    kept = b",".join(json.dumps(tool).encode() for tool in raw)
     try:
-        cache.save(cache.entry("mcp", config.identity, ".json"), json.dumps({"at": time.time(), "tools": raw}).encode())
+        cache.save(cache.entry("mcp", config.identity, ".json"), b'{"at":%r,"tools":[%b]}' % (time.time(), kept))
     except OSError:  # a read-only state directory: served fresh all the same, only not kept for a restart
         pass
     now = time.time()

@@ -239,10 +239,12 @@ def generate(source: SourceDeclaration, expansion: Expansion, previous: _Generat
         if not tool_problems and not hide_problems:
             tools.append(tool)
             origins.append((upstream, tool))
-    content = [[t.name, t.title, t.description, t.summary, t.input_schema, t.binding, t.output_schema,
-                t.annotations] for t in expansion.tools]
-    digest = hashlib.sha256(json.dumps([_key(source), content], sort_keys=True, default=str).encode()).hexdigest()
-    return _Generated(tuple(tools), tuple(problems), digest, tuple(origins))
+    # Tool by tool: one json.dumps of every tool holds the GIL, and so the loop serving calls, until it is done.
+    digest = hashlib.sha256(_key(source).encode())
+    for t in expansion.tools:
+        digest.update(json.dumps([t.name, t.title, t.description, t.summary, t.input_schema, t.binding,
+                                  t.output_schema, t.annotations], sort_keys=True, default=str).encode())
+    return _Generated(tuple(tools), tuple(problems), digest.hexdigest(), tuple(origins))
 
 
 def _passed_over(source: SourceDeclaration, problem: Problem) -> Problem:
