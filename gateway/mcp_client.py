@@ -29,6 +29,7 @@ from mcp_types import methods as wire_methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from . import secrets as secret_store
+from .argerrors import shape_problem
 from .mcp_config import UpstreamConfig
 
 SSE_READ_TIMEOUT_S = 300.0  # a listen or GET stream stays open this long without a byte (the SDK's default)
@@ -48,6 +49,16 @@ def counted(config: UpstreamConfig, tools: int) -> None:
     """``ListingTooLarge`` once the pages read so far list more tools than the source may bring."""
     if tools > config.bounds.tools:
         raise ListingTooLarge(config.bounds.too_many(config.label))
+
+
+def shaped(config: UpstreamConfig, tools: Iterable[mcp_types.Tool]) -> None:
+    """``ListingTooLarge`` for a tool whose schemas nest deeper than the source may bring (or hold a number JSON
+    has not): serialising it fails (pydantic, json), and it would fail every build and reconnect of the session."""
+    for tool in tools:
+        for schema in (tool.input_schema, tool.output_schema):
+            problem = shape_problem(schema, config.bounds.depth) if schema is not None else None
+            if problem is not None:
+                raise ListingTooLarge(config.bounds.too_deep(config.label, tool.name, problem))
 
 
 def fingerprint(tools: list[mcp_types.Tool]) -> str:
@@ -100,6 +111,7 @@ async def all_tools(client: Client, config: UpstreamConfig) -> list[mcp_types.To
         page = await client.list_tools(cursor=cursor)
         tools += page.tools
         counted(config, len(tools))
+        shaped(config, page.tools)
         cursor = page.next_cursor
         if cursor is None:
             break

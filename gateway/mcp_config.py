@@ -31,12 +31,14 @@ TEMPLATE_NAMES = frozenset({"secrets"})  # a connection has no call arguments or
 
 @dataclass(frozen=True)
 class ListingBounds:
-    """What one upstream's listing may bring (the settings ``source_max_tools``, ``source_max_bytes``): ``tools``
-    in all, ``bytes`` per tools/list answer. Counted page by page, so that a listing past them is refused at the
-    page that passes them, not read and parsed whole first."""
+    """What one upstream's listing may bring (the settings ``source_max_tools``, ``source_max_bytes``,
+    ``source_max_depth``): ``tools`` in all, ``bytes`` per tools/list answer, ``depth`` of a tool's schemas.
+    Counted page by page, so that a listing past them is refused at the page that passes them, not read and
+    parsed whole first."""
 
     tools: int
     bytes: int
+    depth: int
 
     def too_many(self, label: str) -> str:
         return (f"{label} lists more than {self.tools:,} tools, the bound of setting source_max_tools: raise it to "
@@ -45,6 +47,10 @@ class ListingBounds:
     def too_big(self, label: str) -> str:
         return (f"{label} answered tools/list with more than {self.bytes:,} bytes, the bound of setting "
                 "source_max_bytes: raise it to serve this source")
+
+    def too_deep(self, label: str, tool: str, problem: str) -> str:
+        return (f"{label} lists tool '{tool}' whose schema is no schema to serve: {problem} (the bound of setting "
+                "source_max_depth: raise it to serve this source)")
 
 
 @dataclass(frozen=True)
@@ -110,7 +116,7 @@ def parse_config(source: str, spec: Mapping[str, Any], settings: Settings
         problems.append(((), "args, env and cwd describe a stdio server: give 'command' with them"))
     config = UpstreamConfig(
         source=source,
-        bounds=ListingBounds(settings.source_max_tools, settings.source_max_bytes),
+        bounds=ListingBounds(settings.source_max_tools, settings.source_max_bytes, settings.source_max_depth),
         url=str(url) if url is not None else None,
         headers=tuple((str(k), str(v)) for k, v in (spec.get("headers") or {}).items()),
         command=str(command) if command is not None else None,

@@ -1,16 +1,17 @@
-"""An upstream's ``tools/list`` read by the gateway on its pooled streamable-HTTP session, within the source's
-bounds, and parsed off the event loop.
+"""An upstream's ``tools/list`` read by the gateway on a streamable-HTTP session (the pooled one, or a build's
+own), within the source's bounds, and parsed off the event loop.
 
 The SDK's session reads a tools/list answer whole, however long, and parses it into pydantic models on the loop
 it runs on: the gateway's, which serves every other call. 100,000 tools (24 MB) held that loop for seconds. Here
 each page is one POST made as ``gateway.mcp_fastcall`` makes a call (the session's HTTP client and stamps), read
-up to ``source_max_bytes``; its JSON is decoded in a worker thread, where each tool is validated on its own (one
-pydantic call per page would hold the GIL, and so the loop, for the whole page); the tools are counted before
-they are validated, so a listing past ``source_max_tools`` is refused at the page that passes it. The session
-then takes the page as if it had listed it (``_absorb_tool_listing``: the output schemas it checks results with).
+up to ``source_max_bytes``; a large answer's JSON is decoded in a worker thread, and there each tool is validated
+on its own (one pydantic call per page would hold the GIL, and so the loop, for the whole page) and its schemas'
+depth checked (``source_max_depth``); the tools are counted before they are validated, so a listing past
+``source_max_tools`` is refused at the page that passes it. The session then takes the page as if it had listed
+it (``_absorb_tool_listing``: the output schemas it checks results with).
 
-Stdio sessions, and the fast path turned off, list through the SDK (``gateway.mcp_client.all_tools``): counted
-the same, each page parsed whole by the SDK.
+Stdio sessions, and the fast path turned off, list through the SDK (``gateway.mcp_client.all_tools``): bounded
+the same but for the bytes, each page parsed whole by the SDK.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from .mcp_client import (
     connected,
     counted,
     reason,
+    shaped,
 )
 from .mcp_config import UpstreamConfig
 
@@ -103,7 +105,7 @@ async def list_tools(client: Client, fast: mcp_fastcall.FastCall | None,
             return await all_tools(client, config)
         listed = result.get("tools")
         counted(config, len(tools) + (len(listed) if isinstance(listed, list) else 0))
-        page = await asyncio.to_thread(_page, result)
+        page = await asyncio.to_thread(_page, result, config)
         complete = cursor is None and page.next_cursor is None
         tools += client.session._absorb_tool_listing(page, complete=complete).tools
         cursor = page.next_cursor
@@ -112,8 +114,9 @@ async def list_tools(client: Client, fast: mcp_fastcall.FastCall | None,
     return tools
 
 
-def _page(result: dict[str, Any]) -> mcp_types.ListToolsResult:
-    """One answer's tools, each validated on its own (in a worker thread: the loop gets the GIL between them)."""
+def _page(result: dict[str, Any], config: UpstreamConfig) -> mcp_types.ListToolsResult:
+    """One answer's tools, each validated on its own (in a worker thread: the loop gets the GIL between them),
+    and their schemas' depth checked."""
     listed = result.get("tools")
     if not isinstance(listed, list):
         raise MCPError(code=mcp_types.PARSE_ERROR, message="Failed to parse its tools/list answer: no tools list")
@@ -122,5 +125,6 @@ def _page(result: dict[str, Any]) -> mcp_types.ListToolsResult:
         page = mcp_types.ListToolsResult.model_validate({**result, "tools": []})  # the cursor, _meta: as the SDK
     except ValidationError as exc:
         raise MCPError(code=mcp_types.PARSE_ERROR, message=f"Failed to parse its tools/list answer: {exc}") from None
+    shaped(config, tools)
     page.tools = tools
     return page

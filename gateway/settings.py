@@ -99,6 +99,9 @@ class Settings:
     # of the largest, has ~1,200 operations); 100,000 took the gateway minutes of CPU and a gigabyte of memory.
     source_max_tools: int = 2_000  # tools an MCP server lists, operations an OpenAPI document declares
     source_max_bytes: int = 16_777_216  # one tools/list answer of an MCP server (OpenAPI: max_file_bytes)
+    # How deeply an MCP tool's input or output schema may nest (the schema itself is level 1): room for schemas of
+    # arguments as deep as a call may send (64 levels, two schema levels each); 500 broke the SDK's serialiser.
+    source_max_depth: int = 128
     # Environment variables ``{{ secrets.NAME }}`` may name; empty: any but the gateway's own (TOOL_GATEWAY_*).
     allowed_secrets: tuple[str, ...] = ()
     # The HTTP server's connection limits (uvicorn / h11).
@@ -179,7 +182,7 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for name in ("definitions", "host", "port", "reload", "reload_poll", "default_timeout_s", "max_result_chars",
                  "max_body_bytes", "max_concurrent_calls", "bridge_sessions_per_client", "log_level",
-                 "mcp_sessions_per_key", "mcp_session_idle_s", "source_max_tools", "source_max_bytes",
+                 "mcp_sessions_per_key", "mcp_session_idle_s", "source_max_tools", "source_max_bytes", "source_max_depth",
                  "max_concurrent_calls_per_tool", "max_file_bytes", "max_yaml_nodes", "reload_timeout_s",
                  "import_timeout_s", "header_timeout_s", "keepalive_timeout_s", "max_header_bytes", "return_schema",
                  "log_format", "audit_log", "audit_max_bytes", "audit_backups", "slo_window_s", "tracing"):
@@ -230,7 +233,8 @@ def _coerce(values: dict[str, Any]) -> Settings:
         if name in changes and changes[name] not in allowed:
             raise SettingsInvalid(f"setting '{name}': invalid value {changes[name]!r} "
                                   f"(use one of: {', '.join(allowed)})")
-    for name in ("mcp_sessions_per_key", "mcp_session_idle_s", "source_max_tools", "source_max_bytes"):
+    for name in ("mcp_sessions_per_key", "mcp_session_idle_s", "source_max_tools", "source_max_bytes",
+                 "source_max_depth"):
         if name in changes and not (0 < changes[name] < math.inf):
             raise SettingsInvalid(f"setting '{name}': must be a positive finite number, got {changes[name]!r}")
     if "log_level" in changes:

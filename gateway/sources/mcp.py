@@ -8,7 +8,8 @@ annotation hints (``readOnlyHint`` → ``read_only``, ...), called through ``{"m
 (``gateway.bindings.mcp``).
 
 A listing is read within the source's bounds (``ListingBounds``: ``source_max_tools`` tools in all,
-``source_max_bytes`` per tools/list answer; ``gateway.mcp_listing`` reads and parses it off the event loop). One
+``source_max_bytes`` per tools/list answer, ``source_max_depth`` of a tool's schemas; ``gateway.mcp_listing``
+reads and parses it off the event loop). One
 past them is refused as a whole, not cut to its first tools (which those are is the upstream's order, and would
 change under the admin): the source serves its last listing within the bounds, stale, or none, and its status
 and a warning name the setting to raise.

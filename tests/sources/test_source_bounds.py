@@ -10,11 +10,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from mcp_upstreams import gateway_serving, http_source, sources_yaml, upstream
+from mcp_upstreams import gateway_serving, http_source, sources_yaml, until, upstream
 from support import catalog_for, serving
 
 from gateway import mcp_listing
 from gateway.errors import DefinitionsInvalid
+from gateway.settings import SettingsInvalid, load_settings
 
 LOCAL = ("tools:\n  - {id: local_echo, name: Echo, user_description: Echo., ai_description: Echo.,"
          " binding: {python: 'echo:echo'}}\n")
@@ -67,6 +68,25 @@ def test_an_upstream_past_a_bound_is_refused_naming_it_and_other_tools_answer(tm
                 assert echoed(served.url) == "still here"
 
 
+def test_a_tool_nested_past_the_depth_bound_refuses_the_source_and_its_session_stays(tmp_path):
+    """A tool whose schema nests 150 levels deep (past source_max_depth, 128) refuses the source, naming the
+    setting; the pooled session, which lists the upstream again when it connects, stays up (a refusal is no
+    failure to reconnect over) and the local tool answers."""
+    with upstream("many_tools_http.py", "3", "3", "150") as many:
+        root = definitions(tmp_path, sources_yaml(http_source("many", many.url)))
+        with gateway_serving(root) as served:
+            for rebuilt in (False, True):
+                if rebuilt:
+                    reload(served)
+                status = source_status(served)
+                assert status["tools"] == 0 and status["health"] == "down", status
+                assert "tool 'tool_0'" in status["error"] and "source_max_depth" in status["error"], status
+            connection = next(iter(served.gateway.mcp_pool.connections()))
+            until(lambda: connection.state == "up", "the pooled session to be up")
+            assert connection.error is None
+            assert echoed(served.url) == "still here"
+
+
 def test_an_upstream_within_raised_bounds_serves_every_tool(tmp_path):
     with upstream("many_tools_http.py", "300", "100") as many:
         root = definitions(tmp_path, sources_yaml(http_source("many", many.url)))
@@ -87,10 +107,10 @@ def test_other_calls_answer_while_a_listing_is_parsed(tmp_path, monkeypatch):
     parsing, release = threading.Event(), threading.Event()
     parse = mcp_listing._page
 
-    def held(result):
+    def held(*args):
         parsing.set()
         release.wait(60)
-        return parse(result)
+        return parse(*args)
 
     with upstream("many_tools_http.py", "3000") as many:
         root = definitions(tmp_path, sources_yaml(http_source("many", many.url)))
@@ -144,3 +164,11 @@ def test_an_openapi_url_past_the_bound_is_a_warning_and_other_tools_answer(tmp_p
             assert status["tools"] == 0 and status["health"] == "down", status
             assert "declares 30 operations, more than 20, the bound of setting source_max_tools" in status["error"]
             assert echoed(served.url) == "still here"
+
+
+@pytest.mark.parametrize(("name", "value"), [("source_max_tools", "0"), ("source_max_bytes", "-1"),
+                                             ("source_max_depth", "0"), ("source_max_tools", "many")])
+def test_a_bound_that_is_not_a_positive_number_is_refused_naming_it(name, value):
+    """A zero or negative bound would refuse every source; a setting error names it instead."""
+    with pytest.raises(SettingsInvalid, match=name):
+        load_settings(None, {"TOOL_GATEWAY_" + name.upper(): value})
