@@ -31,7 +31,7 @@ from typing import Any
 import mcp_types
 
 from ..errors import Problem
-from ..mcp_client import ListingTooLarge, UpstreamUnavailable, listing_digest
+from ..mcp_client import ListingTooLarge, UpstreamUnavailable, counted, listing_digest, shaped
 from ..mcp_config import UpstreamConfig, parse_config
 from ..mcp_listing import list_once
 from ..mcp_pool import McpPool
@@ -88,12 +88,16 @@ def expand(declaration: SourceDeclaration, env: SourceEnv) -> Expansion:
 
 def _last_known(declaration: SourceDeclaration, config: UpstreamConfig, error: str,
                 base: Mapping[str, Any], until: str = "it answers") -> Expansion:
-    """The listing kept on disk, stale; none (and a warning) when there is no copy."""
+    """The listing kept on disk, stale; none (and a warning) when there is no copy, or none within the bounds
+    (they may have been lowered since it was kept)."""
     kept = cache.load(cache.entry("mcp", config.identity, ".json"), MAX_CACHED_BYTES)
     try:
         document = json.loads(kept) if kept is not None else None
         listed = [mcp_types.Tool.model_validate(raw) for raw in document["tools"]] if document else None
-    except (ValueError, KeyError, TypeError):  # not a copy this version wrote: as if there were none
+        if listed is not None:
+            counted(config, len(listed))
+            shaped(config, listed)
+    except (ValueError, KeyError, TypeError, ListingTooLarge):  # not a copy this version wrote: as if there were none
         listed = None
     if listed is None:
         status = {**base, "health": "down", "stale": False, "error": error, "last_refresh": None}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from mcp_upstreams import gateway_serving, http_source, sources_yaml, until, upstream
+from mcp_upstreams import Upstream, gateway_serving, http_source, sources_yaml, until, upstream
 from support import catalog_for, serving
 
 from gateway import mcp_listing
@@ -66,6 +66,29 @@ def test_an_upstream_past_a_bound_is_refused_naming_it_and_other_tools_answer(tm
                 warnings = [p.message for p in served.gateway.catalog.warnings]
                 assert any(setting in message for message in warnings), warnings
                 assert echoed(served.url) == "still here"
+
+
+def test_an_upstream_that_grows_past_the_bound_serves_its_last_listing_within_it_stale(tmp_path):
+    """Refused, a source serves the listing last read within the bounds (kept on disk), marked stale, with the
+    error naming the bound; with the bound lowered below that copy too, nothing."""
+    small = Upstream("many_tools_http.py", ("200",)).start()
+    try:
+        root = definitions(tmp_path, sources_yaml(http_source("many", small.url)))
+        with gateway_serving(root, source_max_tools=250) as served:
+            assert source_status(served)["tools"] == 200
+    finally:
+        small.kill()
+    grown = Upstream("many_tools_http.py", ("300", "100"), port=small.port).start()
+    try:
+        with gateway_serving(root, source_max_tools=250) as served:
+            status = source_status(served)
+            assert status["tools"] == 200 and status["health"] == "stale", status
+            assert "source_max_tools" in status["error"], status
+        with gateway_serving(root, source_max_tools=150) as served:
+            status = source_status(served)
+            assert status["tools"] == 0 and status["health"] == "down", status
+    finally:
+        grown.kill()
 
 
 def test_a_tool_nested_past_the_depth_bound_refuses_the_source_and_its_session_stays(tmp_path):
