@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 from mcp_upstreams import Upstream, gateway_serving, http_source, sources_yaml, until, upstream
-from support import catalog_for, serving
+from support import CONSOLE, catalog_for, serving
 
 from gateway import mcp_listing
 from gateway.errors import DefinitionsInvalid
@@ -45,7 +45,7 @@ def source_status(served) -> dict:
 
 
 def reload(served) -> None:
-    assert httpx.post(f"{served.url}/admin/reload", timeout=60).status_code == 200
+    assert httpx.post(f"{served.url}/admin/reload", timeout=60, auth=CONSOLE).status_code == 200
 
 
 @pytest.mark.parametrize(("setting", "value"), [("source_max_tools", 250), ("source_max_bytes", 20_000)])
