@@ -17,7 +17,8 @@ from .errors import (
     UnknownTool,
 )
 from .filter_call import FilterCall
-from .invoke import ToolResult, invoke
+from .invoke import invoke
+from .results import ToolResult
 from .settings import Settings, load_settings
 from .tool_definition import Scope, ToolDefinition
 

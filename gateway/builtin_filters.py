@@ -4,7 +4,8 @@
   way of telling a model the return-value schema; ``return_schema: result``). The structured value (REST
   ``result``, MCP ``structuredContent``) is unchanged; only the text the LLM reads is wrapped.
 - ``redact``: regular expressions (RE2, linear time) and literal strings removed from what a tool answers — its
-  text, every string in its structured value, and its error message.
+  text, every string in its structured value and its content blocks (not their base64 data), and its error
+  message.
 - ``cache``: answers a repeated call of a read-only or idempotent tool from memory for ``ttl_s`` seconds (errors
   and results cut at ``max_result_chars`` are not kept). Semantic Kernel's documentation names caching as the use
   of answering *before* ``next``; in a gateway serving LLM loops, models repeat the same lookups across turns and
@@ -27,6 +28,7 @@ from typing import Any
 
 import re2
 
+from .content import rewritten
 from .filter_call import FilterCall, FilterProblem, Next
 from .offer_rules import compile_pattern
 
@@ -90,7 +92,9 @@ def redact(config: Mapping[str, Any]) -> Run:
 
     async def run(call: FilterCall, next: Next) -> Any:
         result = await next()
-        return replace(result, value=clean(result.value), text=clean(result.text), error=clean(result.error))
+        content = None if result.content is None else rewritten(result.content, clean)
+        return replace(result, value=clean(result.value), text=clean(result.text), error=clean(result.error),
+                       content=content)
 
     return run
 

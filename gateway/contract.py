@@ -34,14 +34,15 @@ from .contract_draws import CannotDraw, DrawsUnavailable, draw_arguments
 from .errors import DefinitionsInvalid
 from .events import current_call
 from .example_checks import example_name
-from .invoke import ToolResult, invoke
+from .invoke import invoke
+from .results import ToolResult
 
 SURFACE = "test"  # what calls made here name as their surface (events, filters)
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 GENERATED = "generated arguments"  # the name of the one testcase per tool holding every generated call
 MAX_SHOWN = 3  # failing argument sets printed per tool; the rest are counted
 # An output-schema mismatch reaches us as an error result (outcome "error", like the tool's own errors): only its
-# wording, fixed by gateway.invoke.normalise, tells it apart.
+# wording, fixed by gateway.results.normalise, tells it apart.
 OUTPUT_MISMATCH = "does not match its output schema"
 # Outcomes that break the contract whatever the arguments: see the module docstring.
 BROKEN = {"failed": "internal error", "invalid_arguments": "refused arguments its input schema allows"}

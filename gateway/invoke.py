@@ -3,7 +3,8 @@
     parse arguments → validate against the input schema → choose the side (server / browser)
     → rate limits, if the tool or the caller's key has one (``gateway.rate_limits``)
     → the tool's filters, if it has any (``gateway.filters``: settings, toolset, tool; arguments validated again)
-    → run the binding under the tool's timeout → normalise the result (JSON value + text, output schema, cap)
+    → run the binding under the tool's timeout → normalise the result (``gateway.results``: JSON value + text,
+      output schema, cap)
 
 Everything that goes wrong with a call becomes a ``ToolResult`` with ``is_error`` set and a message an LLM can
 act on (argument errors are worded by ``argerrors``), whatever the executor raises, ``SystemExit`` and
@@ -15,19 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime as dt
-import enum
 import json
 import logging
-import math
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from .argerrors import MAX_ARGUMENT_DEPTH, describe, describe_errors, shape_problem
+from .argerrors import MAX_ARGUMENT_DEPTH, describe_errors, shape_problem
 from .catalog import Catalog, Tool
 from .context import CallContext
 from .definitions import Scope
@@ -35,36 +32,10 @@ from .errors import ArgumentsInvalid, ToolError, ToolTimeout
 from .events import CallActivity, current_call, new_call_id
 from .filter_call import Filter, FilterCall
 from .rate_limits import RateLimited, admit, applying, key_limits
+from .results import ToolResult, error_result, normalise
 from .schemas import json_type
-from .surrogates import LONE, replace_lone, scrub
-from .truncation import truncate
 
 log = logging.getLogger("gateway.invoke")
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    tool: str
-    is_error: bool
-    value: Any  # the structured result (a JSON value or a string); None on error
-    text: str  # what an LLM reads
-    error: str | None = None
-    side: str = "server"
-    duration_s: float = 0.0
-    truncated: bool = False
-    structured: bool = False  # the tool has an output schema and ``value`` passed it
-    # Why an error is one (gateway.events.CALL_OUTCOMES); "" for a result a filter made: judged by is_error.
-    outcome: str = ""
-    retry_after_s: float | None = None  # a call refused by a rate limit: when one would be taken
-
-    def as_dict(self) -> dict[str, Any]:
-        """The REST shape: ``{"tool", "is_error", "result", "text"}`` plus ``error`` on failure."""
-        body: dict[str, Any] = {"tool": self.tool, "is_error": self.is_error, "result": self.value, "text": self.text}
-        if self.error is not None:
-            body["error"] = self.error
-        if self.truncated:
-            body["truncated"] = True
-        return body
 
 
 def parse_arguments(tool: Tool, raw: Any) -> dict[str, Any]:
@@ -301,81 +272,3 @@ def _call_slots(limit: int) -> asyncio.Semaphore:
     if known is None or known[0] != limit:
         known = _slots[loop] = (limit, asyncio.Semaphore(limit))
     return known[1]
-
-
-def error_result(tool_id: str, message: str, side: str = "server", outcome: str = "error") -> ToolResult:
-    message = replace_lone(message)  # an upstream's error text may hold what no client can decode
-    return ToolResult(tool=tool_id, is_error=True, value=None, text=message, error=message, side=side, outcome=outcome)
-
-
-def normalise(tool: Tool, value: Any, side: str, max_chars: int) -> ToolResult:
-    """A JSON value and the text an LLM reads, checked against the output schema and capped in size."""
-    try:
-        value = to_json(value)
-    except TypeError as exc:
-        raise ToolError(f"Tool '{tool.id}' returned a value that is not JSON: {exc}") from None
-    text = value if isinstance(value, str) else _text(value)
-    if not text.isascii() and LONE.search(text):
-        # Lone surrogates (a tool's bad str, an upstream's "\ud800") cannot be encoded to any client: U+FFFD.
-        value, text = scrub(value), replace_lone(text)
-    structured = False
-    if tool.output_validator is not None:
-        errors = list(tool.output_validator.iter_errors(value))
-        if errors:
-            from jsonschema.exceptions import relevance  # errors were found: jsonschema is loaded
-
-            detail = describe(max(errors, key=relevance), tool.output_validator.schema)[0]
-            raise ToolError(f"Tool '{tool.id}' returned a result that does not match its output schema: {detail}")
-        structured = True
-    truncated = len(text) > max_chars
-    if truncated:
-        text = truncate(text, max_chars)
-        if isinstance(value, str):
-            value = text
-    return ToolResult(tool=tool.id, is_error=False, value=value, text=text, side=side, truncated=truncated,
-                      structured=structured)
-
-
-def _text(value: Any) -> str:
-    """``json.dumps(value, ensure_ascii=False)``; a number, boolean or null spelt directly, as json.dumps spells it
-    (its encoder's set-up is most of the cost of a scalar result)."""
-    kind = value.__class__
-    if kind is int:
-        return int.__repr__(value)
-    if kind is float:  # finite: to_json refused the others
-        return float.__repr__(value)
-    if value is None:
-        return "null"
-    if kind is bool:
-        return "true" if value else "false"
-    return json.dumps(value, ensure_ascii=False)
-
-
-# How deeply a result may nest: every consumer of a result (the output validator, json.dumps, the MCP SDK's
-# models) recurses once or more per level, so an upstream's answer nested 1,000 deep would be a RecursionError.
-MAX_RESULT_DEPTH = 100
-
-
-def to_json(value: Any, depth: int = 0) -> Any:
-    """Plain JSON data from what tools commonly return (dataclasses, enums, dates, tuples, sets)."""
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise TypeError(f"{value} has no JSON representation")
-        return value
-    if depth >= MAX_RESULT_DEPTH and isinstance(value, (dict, list, tuple, set, frozenset)):
-        raise TypeError(f"it nests objects and arrays more than {MAX_RESULT_DEPTH} levels deep")
-    if isinstance(value, dict):
-        return {str(k): to_json(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [to_json(v, depth + 1) for v in value]
-    if isinstance(value, enum.Enum):
-        return to_json(value.value, depth)
-    if isinstance(value, (dt.datetime, dt.date, dt.time)):
-        return value.isoformat()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return to_json(dataclasses.asdict(value), depth)
-    if hasattr(value, "model_dump"):  # pydantic models
-        return to_json(value.model_dump(mode="json"), depth)
-    raise TypeError(f"object of type {type(value).__name__} is not JSON serializable")

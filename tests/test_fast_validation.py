@@ -7,7 +7,8 @@ import json
 import pytest
 
 from gateway.argerrors import MAX_ARGUMENT_DEPTH, shape_problem
-from gateway.invoke import ToolResult, _text, _with_duration
+from gateway.invoke import _with_duration
+from gateway.results import ToolResult, _text
 from gateway.schemas import compile_validator
 
 

@@ -17,7 +17,8 @@ from gateway.context import CallContext
 from gateway.definitions import load_definitions
 from gateway.errors import DefinitionsInvalid
 from gateway.filters import build_chains
-from gateway.invoke import filter_result, invoke, normalise
+from gateway.invoke import filter_result, invoke
+from gateway.results import normalise
 from gateway.settings import Settings
 
 

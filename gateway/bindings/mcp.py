@@ -5,24 +5,28 @@ source; the connection (``gateway.mcp_config``) is read from the source's entry 
 through the gateway's pooled session to the upstream (``gateway.mcp_pool``), or, where no gateway runs (the
 CLI), through a session of their own.
 
-What the upstream answers is passed through: text content as text; ``structuredContent`` as the structured result
-when the tool has an output schema (checked against it by ``invoke``, served as MCP ``structuredContent``);
-``isError`` as an error result with the upstream's own text; images, audio and resources as a line saying what
-they are (their bytes are no text for an LLM). An upstream that cannot be reached, and a JSON-RPC error it
-answers, are error results naming it. Secrets of the connection are redacted from everything that comes back.
+What the upstream answers is passed through: its content blocks as they are (``gateway.content``: text, images,
+audio, resources; the text an LLM reads is theirs); ``structuredContent`` as the structured result when the tool
+has an output schema (checked against it by ``invoke``, served as MCP ``structuredContent``); ``isError`` as an
+error result with the upstream's own text. An upstream that cannot be reached, and a JSON-RPC error it answers,
+are error results naming it. Secrets of the connection are redacted from everything that comes back but base64
+data.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import mcp_types
 from mcp.shared.exceptions import MCPError
 
 from .. import secrets as secret_store
+from ..content import Content, rewritten, text_of
 from ..context import CallContext
 from ..errors import Problem, ToolError
 from ..mcp_client import UpstreamUnavailable, call_once
@@ -58,44 +62,34 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
         except MCPError as exc:
             message = f"Tool '{definition.id}': {config.label} {_failure(exc)}"
             raise ToolError(secret_store.redact(message, hidden)) from None
-        return secret_store.redact_value(answer(result, structured, definition.id), hidden)
+        try:
+            found = answer(result, structured, definition.id)
+        except ToolError as exc:  # isError: the upstream's own words, which may echo a secret too
+            raise ToolError(secret_store.redact(str(exc), hidden)) from None
+        if not hidden:
+            return found
+        redact = partial(secret_store.redact_value, secrets=hidden)
+        return Content(rewritten(found.blocks, redact), redact(found.value))
 
     if connection is not None:
         connection.hold(execute)  # the session stays open while a catalog serves this tool
     return Bound(executor=execute)
 
 
-def answer(result: mcp_types.CallToolResult, structured: bool, tool_id: str) -> Any:
-    """The value of an upstream's result (see the module's docstring); ``ToolError`` for ``isError``."""
-    text = "\n".join(filter(None, (content_text(block) for block in result.content)))
+def answer(result: mcp_types.CallToolResult, structured: bool, tool_id: str) -> Content:
+    """An upstream's result as content blocks and its value (see the module's docstring); ``ToolError`` for
+    ``isError``."""
+    blocks = tuple(block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content)
+    text = text_of(blocks)
     if result.is_error:
         raise ToolError(text or f"Tool '{tool_id}' failed upstream (its MCP server gave no message).")
     if result.structured_content is not None and (structured or not text):
-        return result.structured_content
+        return Content(blocks, result.structured_content)
     if structured:
         # An older server sends its structured result only as JSON text: the output schema then judges that.
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text
-    return text
-
-
-def content_text(block: Any) -> str:
-    """One content block as text an LLM can read."""
-    if isinstance(block, mcp_types.TextContent):
-        return block.text
-    if isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
-        return f"[{block.type}: {block.mime_type}, {len(block.data) * 3 // 4} bytes, not shown]"
-    if isinstance(block, mcp_types.ResourceLink):
-        return f"[resource {block.name}: {block.uri}]"
-    if isinstance(block, mcp_types.EmbeddedResource):
-        resource = block.resource
-        if isinstance(resource, mcp_types.TextResourceContents):
-            return resource.text
-        return f"[resource {resource.uri}: {resource.mime_type or 'binary'}, {len(resource.blob) * 3 // 4} bytes, " \
-               "not shown]"
-    return json.dumps(block.model_dump(mode="json", by_alias=True, exclude_none=True), ensure_ascii=False)
+        with contextlib.suppress(ValueError):
+            return Content(blocks, json.loads(text))
+    return Content(blocks)
 
 
 def _failure(exc: MCPError) -> str:

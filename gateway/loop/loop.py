@@ -39,19 +39,11 @@ from ..context import CallContext
 from ..errors import ArgumentsInvalid, GatewayError, ToolError
 from ..events import Activity, current_call
 from ..formats import restore_arguments
-from ..invoke import (
-    ToolResult,
-    error_result,
-    filter_result,
-    invoke,
-    json_value,
-    normalise,
-    parse_arguments,
-    validate_arguments,
-)
+from ..invoke import filter_result, invoke, json_value, parse_arguments, validate_arguments
+from ..results import ToolResult, error_result, normalise
 from .config import LoopConfig
 from .handoff import Handoffs, last_user_index
-from .messages import ModelReply, ModelRequest, ProviderTimeout, Sleep, ToolCall, new_call_id, text_of
+from .messages import CONTENT_BLOCKS, ModelReply, ModelRequest, ProviderTimeout, Sleep, ToolCall, new_call_id, text_of
 from .models import ModelNames
 from .offer import MayUse, Offer, Offered, choose_tools
 from .request import ChatRequest, InvalidRequest
@@ -451,6 +443,8 @@ def tool_message(call_id: str, result: ToolResult) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": result.text}
     if result.is_error:
         message["is_error"] = True  # kept for providers that mark errors (Anthropic); dropped for OpenAI
+    if result.content is not None and any(block.get("type") != "text" for block in result.content):
+        message[CONTENT_BLOCKS] = result.blocks()
     return message
 
 

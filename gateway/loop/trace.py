@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..invoke import ToolResult
+from ..results import ToolResult
 
 
 @dataclass(frozen=True)

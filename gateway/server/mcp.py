@@ -46,7 +46,8 @@ from ..context import CallContext
 from ..errors import BadRequest, GatewayError, Unauthorized
 from ..formats import mcp as mcp_format
 from ..formats import render_tools
-from ..invoke import ToolResult, invoke
+from ..invoke import invoke
+from ..results import ToolResult
 from ..runtime import Gateway
 from .auth import SCOPE_KEY, Caller, authenticate, unknown_tool
 from .bodies import first_headers, parse_json, receive_body
@@ -251,8 +252,7 @@ class McpSurface:
         ])
 
     def call_result(self, tool: Tool, result: ToolResult) -> dict[str, Any]:
-        body: dict[str, Any] = {"content": [{"type": "text", "text": result.text}], "isError": result.is_error,
-                                "resultType": "complete"}
+        body: dict[str, Any] = {"content": result.blocks(), "isError": result.is_error, "resultType": "complete"}
         if result.structured:
             body["structuredContent"] = mcp_format.structured_content(tool, result.value)
         return body

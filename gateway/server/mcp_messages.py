@@ -74,9 +74,10 @@ def import_types() -> Types:
 
 
 def call_shaped(version: str, result: dict[str, Any]) -> dict[str, Any] | None:
-    """What the SDK's result schema makes of a ``McpSurface.call_result`` (text content, ``isError``, an object
+    """What the SDK's result schema makes of a ``McpSurface.call_result`` (plain text blocks, ``isError``, an object
     or None as ``structuredContent``), without validating it again (~25 us a call): None values dropped, and
-    ``resultType`` on the handshake revision. None for anything else (then the schema itself shapes it).
+    ``resultType`` on the handshake revision. None for anything else — other blocks (an image, a text block with
+    annotations) included: then the schema itself shapes it.
     test_mcp_fast compares this with the SDK's answers."""
     if version not in CALL_SHAPES or result.keys() - CALL_KEYS:
         return None

@@ -191,6 +191,10 @@ def _schemas() -> dict[str, Any]:
             "result": {**anything, "description": "The structured result (any JSON value); null on error."},
             "text": {**string, "description": "What an LLM reads."},
             "error": {**string, "description": "Set on failure; argument errors name the JSON path ($.a.b)."},
+            "content": {"type": "array", "items": {"type": "object"},
+                        "description": "The MCP content blocks (text, image, audio, resource, resource_link) as the "
+                                       "tool answered them; only for a tool that answers with them (an upstream "
+                                       "MCP tool's)."},
             "truncated": boolean}},
         "ChatMessage": {"type": "object", "required": ["role"], "properties": {
             "role": {"enum": sorted(ROLES)}, "content": {"type": ["string", "array", "null"]},

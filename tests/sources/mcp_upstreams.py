@@ -19,6 +19,11 @@ from support import running as gateway_serving  # noqa: F401
 
 SERVERS = FIXTURES / "mcp_upstream"
 STDIO_SERVER = SERVERS / "stdio_server.py"
+# What content_http.py's tools read as: gallery's blocks (note "sunny") one line each, read_file's file.
+GALLERY_TEXT = ("caption: sunny\n[image: image/png, 68 bytes]\n[audio: audio/wav, 44 bytes]\nnotes: sunny\n"
+                "[resource file:///data.bin: application/octet-stream, 10 bytes]\n"
+                "[resource report: file:///report.pdf]\nthe end")
+FILE_TEXT = "hello from fs\n"
 
 
 @dataclass

@@ -2,7 +2,8 @@
 
     system / developer messages      → ``system``
     assistant ``tool_calls``         → ``tool_use`` blocks
-    ``role: tool`` messages          → ``tool_result`` blocks in a user turn (``is_error`` kept)
+    ``role: tool`` messages          → ``tool_result`` blocks in a user turn (``is_error`` kept; a result's
+                                       images as image blocks, its other blocks as text, ``gateway.content``)
     consecutive turns of one role    → merged, since Anthropic wants user and assistant to alternate
 
 Request parameters with an Anthropic equivalent are mapped (``max_tokens``/``max_completion_tokens``,
@@ -15,12 +16,14 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from ..messages import ModelReply, ModelRequest, ProviderError, ToolCall, text_of, tool_call
+from ...content import line
+from ..messages import CONTENT_BLOCKS, ModelReply, ModelRequest, ProviderError, ToolCall, text_of, tool_call
 from .base import HttpProvider
 
 API_VERSION = "2023-06-01"
 FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "tool_use": "tool_calls",
                   "max_tokens": "length", "refusal": "content_filter"}
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})  # what an image block takes
 
 
 class AnthropicProvider(HttpProvider):
@@ -157,7 +160,7 @@ def to_anthropic(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, An
             continue
         if role == "tool":
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.get("tool_call_id", ""),
-                                     "content": text_of(message.get("content"))}
+                                     "content": _result_content(message)}
             if message.get("is_error"):
                 block["is_error"] = True
             role, blocks = "user", [block]
@@ -174,6 +177,22 @@ def to_anthropic(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, An
         else:
             turns.append({"role": role, "content": blocks})
     return "\n\n".join(s for s in system if s), turns
+
+
+def _result_content(message: dict[str, Any]) -> str | list[dict[str, Any]]:
+    """A tool result's content: its text, or, for a result with content blocks, its images as image blocks and
+    every other block as the text an LLM reads of it."""
+    blocks = message.get(CONTENT_BLOCKS)
+    if not blocks:
+        return text_of(message.get("content"))
+    parts = []
+    for block in blocks:
+        if block.get("type") == "image" and block.get("mimeType") in IMAGE_TYPES:
+            parts.append({"type": "image", "source": {"type": "base64", "media_type": block["mimeType"],
+                                                      "data": block["data"]}})
+        elif text := line(block):  # Anthropic refuses empty text blocks
+            parts.append({"type": "text", "text": text})
+    return parts
 
 
 def tool_choice(choice: Any, parallel: bool | None) -> dict[str, Any] | None:
