@@ -28,14 +28,9 @@ CLIENT = HERE / "gateway_client.py"
 
 NO_RESOURCES = "the gateway serves no resources yet"
 NO_PROMPTS = "the gateway serves no prompts yet"
-CONTENT = "a Python tool's content blocks reach MCP as one JSON text block (content passthrough pending)"
 SERVER_XFAIL = {
     "logging-set-level": "the gateway does not implement logging/setLevel",
     "completion-complete": "the gateway does not implement completion/complete",
-    "tools-call-image": CONTENT,
-    "tools-call-audio": CONTENT,
-    "tools-call-embedded-resource": CONTENT,
-    "tools-call-mixed-content": CONTENT,
     "tools-call-with-logging": "no logging/setLevel, and a Python tool has no way to send log notifications",
     "tools-call-with-progress": "a Python tool has no way to send progress notifications",
     "tools-call-sampling": "the gateway relays no sampling requests to its MCP clients",
