@@ -58,6 +58,10 @@ log = logging.getLogger("gateway.mcp_pool")
 
 RETRY_ON_CALL_S = 0.5  # a call to a down upstream tries to connect if no attempt was made for this long
 PING_INTERVAL_S = 10.0  # how often a 2025-11-25 session (no change stream to lose) is checked
+# How often an upstream that tells no list changes (no tools.listChanged, or a refused listen stream) is listed
+# again to find them: FastMCP 4 says listChanged false; listening anyway and reconnecting on the refusal cost
+# two reconnects a second, forever.
+RELIST_S = 60.0
 
 
 class Pool(Protocol):
@@ -83,6 +87,7 @@ class Connection:
         self.error: str | None = None
         self.connected_at: float | None = None
         self.listed: str | None = None  # fingerprint of the listing the last build read ("" when it read none)
+        self.listen_refused = False  # the upstream refused a subscriptions/listen stream: not asked again
         self._client: Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._attempt: asyncio.Future[Client] | None = None
@@ -279,29 +284,65 @@ class Connection:
             group.cancel_scope.cancel()
 
     async def _listen(self, client: Client, scope: anyio.CancelScope) -> None:
-        """On 2026-07-28, hear tools/list_changed on a ``subscriptions/listen`` stream; when that stream ends
-        the upstream went away (or restarted): reconnect. On 2025-11-25 the notification comes through
-        ``_notified``, and the SDK gives up on a GET stream that broke without saying so: a ping every
-        ``PING_INTERVAL_S`` finds out whether the session still stands."""
-        try:
-            async with client.listen(tools_list_changed=True) as subscription:
-                async for _event in subscription:
-                    self._changed()
-            self.error = "its change stream ended"
-        except ListenNotSupportedError:
-            self.error = await self._ping_until_gone(client)
-        except Exception as exc:  # noqa: BLE001 — lost, or refused: the session is not trusted any more
-            self.error = f"its change stream ended: {reason(exc)}"
+        """What the upstream declared decides how its changes are heard. It tells them (``tools.listChanged``):
+        on 2026-07-28 on a ``subscriptions/listen`` stream, whose end means the upstream went away (or
+        restarted): reconnect; on 2025-11-25 as notifications (``_notified``), with a ping every
+        ``PING_INTERVAL_S`` to find out whether the session still stands (the SDK gives up on a GET stream that
+        broke without saying so). It does not tell them, or refused the stream while its session still answers
+        (remembered for this upstream, not asked again on reconnects): pings, and a listing every ``RELIST_S``."""
+        capabilities = client.server_capabilities
+        tells = bool(capabilities and capabilities.tools and capabilities.tools.list_changed)
+        if not tells or self.listen_refused:
+            self.error = await self._watch(client, relist=True)
+        else:
+            try:
+                async with client.listen(tools_list_changed=True) as subscription:
+                    async for _event in subscription:
+                        self._changed()
+                self.error = "its change stream ended"
+            except ListenNotSupportedError:
+                self.error = await self._watch(client, relist=False)
+            except Exception as exc:  # noqa: BLE001 — refused, or lost: a ping tells which
+                if await self._answers(client):
+                    log.info("%s refused a change stream (%s): its tools are listed again every %g s",
+                             self.config.label, reason(exc), RELIST_S)
+                    self.listen_refused = True
+                    self.error = await self._watch(client, relist=True)
+                else:
+                    self.error = f"its change stream ended: {reason(exc)}"
         scope.cancel()
 
-    async def _ping_until_gone(self, client: Client) -> str:
+    async def _watch(self, client: Client, *, relist: bool) -> str:
+        """Ping every ``PING_INTERVAL_S`` (and, ``relist``, list the tools every ``RELIST_S`` instead of that
+        ping, telling the pool when they changed) until the session stops answering; why it stopped."""
+        since_listing = 0.0
         while True:
             await asyncio.sleep(PING_INTERVAL_S)
-            try:
-                with anyio.fail_after(self.config.connect_timeout_s):
-                    await client.session.send_ping()
-            except Exception as exc:  # noqa: BLE001 — whatever it is, the session no longer answers
-                return f"it stopped answering: {reason(exc)}"
+            since_listing += PING_INTERVAL_S
+            if relist and since_listing >= RELIST_S:
+                since_listing = 0.0
+                try:
+                    tools = await mcp_listing.list_tools(client, self._fast, self.config)
+                except ListingTooLarge:
+                    continue  # the session answered; the next build reports the bound
+                except Exception as exc:  # noqa: BLE001 — whatever it is, the session no longer answers
+                    return f"it stopped answering: {reason(exc)}"
+                if self.listed is not None and await asyncio.to_thread(fingerprint, tools) != self.listed:
+                    self._changed()
+            elif not await self._answers(client):
+                return "it stopped answering a ping"
+
+    async def _answers(self, client: Client) -> bool:
+        """Whether the session still answers a ping. An upstream without ``ping`` (FastMCP 4 on 2026-07-28 answers
+        -32601) answered all the same."""
+        try:
+            with anyio.fail_after(self.config.connect_timeout_s):
+                await client.session.send_ping()
+        except MCPError as exc:
+            return exc.code == mcp_types.METHOD_NOT_FOUND
+        except Exception:  # noqa: BLE001 — whatever it is, the session no longer answers
+            return False
+        return True
 
     def _changed(self) -> None:
         """Tell the pool its tools changed, at once or (told less than the pool's ``change_interval_s`` ago) once
