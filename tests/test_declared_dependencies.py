@@ -13,6 +13,7 @@ import ast
 import re
 import sys
 import tomllib
+from collections.abc import Iterable
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
@@ -35,13 +36,19 @@ OWN = {"tool-gateway"}  # the test extra names the project's own extras
 WRITTEN_BY_TESTS = {"ftools"}  # a tool module tests/test_filters.py writes into its definitions directory
 
 
+def _ours(paths: Iterable[Path]) -> list[Path]:
+    """What the repository wrote of ``paths``: not the npm packages the tests install (tests/clients/node_modules
+    holds Python files of its own, and directory names that would pass for local modules)."""
+    return [p for p in paths if "node_modules" not in p.relative_to(ROOT).parts]
+
+
 def _local_modules() -> set[str]:
     """Module names the repository provides itself: the package, tests' helpers (on pytest's pythonpath, each test
     folder too), bench scripts (which import each other and tests' helpers) and the shipped tools' python/."""
     names = {"gateway", *WRITTEN_BY_TESTS}
     for tree in ("tests", "bench", "tool-definitions"):
-        names |= {p.stem for p in (ROOT / tree).rglob("*.py")}
-        names |= {p.name for p in (ROOT / tree).rglob("*") if p.is_dir()}
+        names |= {p.stem for p in _ours((ROOT / tree).rglob("*.py"))}
+        names |= {p.name for p in _ours((ROOT / tree).rglob("*")) if p.is_dir()}
     return names
 
 
@@ -49,7 +56,7 @@ def _imports(tree: Path) -> dict[str, str]:
     """Top-level third-party module imported below ``tree`` → the first file importing it."""
     local = {"gateway"} if tree.name == "gateway" else _local_modules()
     found: dict[str, str] = {}
-    for path in sorted(tree.rglob("*.py")):
+    for path in sorted(_ours(tree.rglob("*.py"))):
         if "fixtures" in path.relative_to(tree).parts:  # definitions under test, some broken on purpose
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):

@@ -9,6 +9,8 @@ MCP session manager, then any *services* (long-running companions such as the de
 from __future__ import annotations
 
 import logging
+import os
+import signal
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -78,7 +80,15 @@ def serve(settings: Settings) -> None:
     """Build the gateway and serve it until interrupted; ``DefinitionsInvalid`` propagates to the CLI."""
     configure_logging(settings)  # every logger, uvicorn's too (log_config=None below), in log_format
     host = bind_host(settings)
-    gateway = Gateway(settings)
+    # Ctrl-C during the first build ends the process at once, as SIGTERM's default does: nothing serves yet, and
+    # the interpreter's orderly exit after a KeyboardInterrupt could wait on a build thread stuck in admin code (an
+    # import that never returns) — seen as a SIGINT that took over 20 s on a loaded machine. uvicorn installs its
+    # own handlers when it starts serving.
+    previous = signal.signal(signal.SIGINT, _exit_at_once)
+    try:
+        gateway = Gateway(settings)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     for warning in gateway.catalog.warnings:
         log.warning("%s", warning)
     app = create_app(gateway)
@@ -90,6 +100,10 @@ def serve(settings: Settings) -> None:
                            # A request in flight (an /admin/reload waiting on a stuck build) must not hold SIGTERM.
                            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
     _Server(config, gateway).run()
+
+
+def _exit_at_once(signum: int, frame: Any) -> None:
+    os._exit(128 + signum)
 
 
 class _Server(uvicorn.Server):
