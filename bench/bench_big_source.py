@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,30 +33,12 @@ import time
 from pathlib import Path
 
 import httpx
+from bench_mcp_upstream import free_port, wait_listening
 
 REPO = Path(__file__).resolve().parent.parent
 UPSTREAM = REPO / "tests" / "fixtures" / "mcp_upstream" / "many_tools_http.py"
 LOCAL = ("tools:\n  - {id: local_echo, name: Echo, user_description: Echo., ai_description: Echo.,"
          " binding: {python: 'bench_echo:echo'}}\n")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 120
-    while True:
-        if process.poll() is not None:
-            raise SystemExit(f"a server exited ({process.returncode})")
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        if time.monotonic() > deadline:
-            raise SystemExit(f"nothing listens on {port}")
-        time.sleep(0.05)
 
 
 def openapi_document(operations: int) -> str:
@@ -132,7 +113,7 @@ def main() -> None:
         results = {}
         try:
             for port, server in zip((upstream_port, document_port), servers, strict=True):
-                wait_listening(port, server)
+                wait_listening(port, server, timeout_s=120)
             for label, sources in cases.items():
                 defs = Path(scratch) / label.replace(" ", "_")
                 (defs / "python").mkdir(parents=True)

@@ -38,8 +38,8 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
+def wait_listening(port: int, process: subprocess.Popen[bytes], timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
     while True:
         if process.poll() is not None:
             raise SystemExit(f"a server exited ({process.returncode})")
