@@ -60,6 +60,8 @@ class Tool:
     derived_output_schema: Mapping[str, Any] | None = None
     # How the LLM learns the output schema: the tool's return_schema, else the settings' (description|result|none).
     return_schema: str = "none"
+    # Whether a call may talk to its client while it runs (``Bound.talks``): MCP answers it as SSE.
+    talks: bool = False
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -281,6 +283,7 @@ def _build_tool(definition: ToolDefinition, env: BuildEnv) -> Tool:
     derived: Mapping[str, Any] | None = None
     derived_output: Mapping[str, Any] | None = None
     script: Path | None = None
+    talks = False
     for kind in definition.binding:
         try:
             bound = builder(kind)(definition, env)
@@ -294,6 +297,7 @@ def _build_tool(definition: ToolDefinition, env: BuildEnv) -> Tool:
         derived = derived or bound.input_schema
         derived_output = derived_output or bound.output_schema
         script = bound.files[0] if kind == "browser" and bound.files else script
+        talks = talks or bound.talks
     if problems:
         raise BindingProblems(problems)
     input_schema = visible_schema(definition.input_schema or derived or NO_ARGUMENTS, definition.hidden_arguments)
@@ -301,7 +305,7 @@ def _build_tool(definition: ToolDefinition, env: BuildEnv) -> Tool:
     # Positional, in Tool's field order: made for each of 10,000 tools on a start.
     tool = Tool(definition, input_schema, compile_validator(input_schema),
                 compile_validator(output) if output is not None else None, executors, lazy_check(input_schema),
-                script, derived_output, definition.return_schema or env.settings.return_schema)
+                script, derived_output, definition.return_schema or env.settings.return_schema, talks)
     # Examples are checked against the built schemas: a Python tool's are derived from its signature only here.
     if definition.examples:
         problems = example_problems(definition, tool.validator, tool.output_validator)

@@ -1,7 +1,8 @@
 """What a call knows besides its arguments: who asks, in which conversation, on which side.
 
 Bindings may pass these values on to the tool (a Python function receives those it declares by name) but they
-are never part of the schema the LLM sees.
+are never part of the schema the LLM sees. ``progress``, ``log`` and ``client`` talk to the calling client while
+the tool runs (``gateway.client_channel``): the surface sets the channel, silent unless it can carry them.
 """
 
 from __future__ import annotations
@@ -9,8 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .client_channel import SILENT, ClientChannel, ToolLog
+
+# Parameters that talk to the calling client: a tool declaring one is served so that it can (an SSE answer on MCP).
+TALKING_PARAMETERS = frozenset({"progress", "log", "client"})
 # Parameter names a Python tool may declare to receive context instead of arguments.
-CONTEXT_PARAMETERS = frozenset({"context", "conversation_id", "user", "tool_call_id", "tool_id", "side", "metadata"})
+CONTEXT_PARAMETERS = frozenset({"context", "conversation_id", "user", "tool_call_id", "tool_id", "side", "metadata",
+                                *TALKING_PARAMETERS})
 
 
 @dataclass(frozen=True)
@@ -24,6 +30,7 @@ class CallContext:
     surface: str | None = None  # what the call came in by: "rest", "mcp", "chat", "cli" (filters may ask)
     caller: str | None = None  # the name of the API key the call came with (None with auth off)
     traceparent: str | None = None  # the caller's W3C trace context, when it sent one
+    client: ClientChannel = SILENT  # what the tool may say to its caller while it runs (gateway.client_channel)
 
     def value(self, name: str, tool_id: str) -> Any:
         """The value injected into a parameter called ``name``."""
@@ -31,4 +38,8 @@ class CallContext:
             return self
         if name == "tool_id":
             return tool_id
+        if name == "progress":
+            return self.client.progress
+        if name == "log":
+            return ToolLog(self.client)
         return getattr(self, name)

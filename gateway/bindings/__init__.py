@@ -74,6 +74,8 @@ class Bound:
     output_schema: Mapping[str, Any] | None = None
     # Files the binding depends on (a browser script), part of the catalog's version.
     files: tuple[Path, ...] = ()
+    # Whether a call may talk to its client while it runs (gateway.client_channel): MCP answers it as SSE.
+    talks: bool = False
 
 
 # kind (the YAML key) -> module holding its build(); imported on first use.

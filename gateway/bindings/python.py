@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import Any
 
 from ..binding_kinds import PYTHON_DIR
-from ..context import CONTEXT_PARAMETERS, CallContext
+from ..context import CONTEXT_PARAMETERS, TALKING_PARAMETERS, CallContext
 from ..signature import SchemaDerivationError, coercer, parameters, schema_for_function, schema_for_return, type_hints
 from ..tool_definition import ToolDefinition
 from . import BindingProblems, Bound, BuildEnv
@@ -90,6 +90,11 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
     if isinstance(derived, str):
         raise _failed(definition, f"cannot derive an input schema from '{target}': {derived}")
     facts = _facts(target, function, env)
+    talking = [name for name in facts.injected if name in TALKING_PARAMETERS]
+    if talking and not facts.is_async:
+        # They are coroutine functions of the event loop, which a sync tool's thread cannot await.
+        raise _failed(definition, f"'{target}' declares {', '.join(repr(n) for n in talking)}, which only an async "
+                                  "function can use: make it `async def`")
     if not _fits(definition, facts, env):
         raise BindingProblems(_signature_mismatch(definition, facts))
     output = None if definition.output_schema is not None else _derived("output", function, target, env)
@@ -101,7 +106,7 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
         output = None
     slots = ((env.root, definition.id), env.settings.max_concurrent_calls_per_tool)
     return Bound(executor=_Executor(definition.id, function, facts, slots), input_schema=derived,
-                 output_schema=output)
+                 output_schema=output, talks=bool(talking))
 
 
 def _failed(definition: ToolDefinition, message: str) -> BindingProblems:

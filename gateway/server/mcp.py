@@ -13,6 +13,9 @@ only answers ``tools/list`` and ``tools/call`` from ``gateway.catalog`` and tell
   anywhere (not UTF-8, duplicate keys, lone surrogates) is a parse error, and a request whose id is not a
   string or an integer is an Invalid Request (-32600, ``"id": null``, HTTP 400) on both revisions, where the
   2025-11-25 transport would answer 202 and nothing. A client gone mid-body is one debug line.
+- a call of a tool that may talk to its client while it runs (``Tool.talks``: progress, logs, elicitation,
+  sampling, relays of an upstream's) goes to the SDK, which answers it as SSE when the client accepts that
+  (``gateway.server.mcp_sdk``, ``gateway.server.mcp_channel``); ``logging/setLevel`` sets what its logs send.
 - a single ``tools/call`` or ``tools/list`` request in the plainest form real clients send is answered by the
   fast path (``gateway.server.mcp_fast``) with the same handlers, checks and bytes, without the SDK's per-request
   machinery; everything else goes to the SDK.
@@ -42,6 +45,7 @@ from starlette.types import Message, Receive, Scope, Send
 from .. import __version__
 from ..argerrors import got
 from ..catalog import Catalog, Tool
+from ..client_channel import SILENT, ClientChannel
 from ..context import CallContext
 from ..errors import BadRequest, GatewayError, Unauthorized
 from ..formats import mcp as mcp_format
@@ -72,6 +76,7 @@ TRACEPARENT_META = "traceparent"  # _meta key of a W3C trace context (the MCP SD
 SESSION_META = "gateway/session"  # _meta key naming the browser bridge session that may run client tools
 CONVERSATION_META = "gateway/conversation_id"
 BODY_KEY = "gateway.mcp.body"  # where a POST's body waits for the SDK, once read and screened
+TALKS_KEY = "gateway.mcp.talks"  # set when a POST calls a tool that may talk to its client (``McpSurface.talks``)
 X_MCP_HEADER_KEY = "x-mcp-header"  # the SDK's schema annotation for Mcp-Param-* headers (mcp.shared.inbound)
 
 
@@ -153,7 +158,7 @@ class McpSurface:
         elif not await self._authenticated(scope, receive, send, first_headers(scope)):
             return
         sdk = await self.loaded_sdk()
-        await sdk.sessions.handle(scope, receive, send, scope.get(BODY_KEY), scope[SCOPE_KEY].name)
+        await sdk.handle(scope, receive, send, scope.get(BODY_KEY), scope[SCOPE_KEY].name, TALKS_KEY in scope)
 
     async def fast_post(self, scope: Scope, receive: Receive, send: Send, added: list[tuple[bytes, bytes]]) -> bool:
         """``front.Front``'s hook: a POST to ``/mcp`` that the fast path answers (or that is refused: a bad key or
@@ -179,6 +184,9 @@ class McpSurface:
             await _jsonrpc_error(exc, scope, receive, refusing)
             return True
         scope[BODY_KEY] = body
+        if self.talks(message):  # the SDK's, to answer as SSE: the fast path answers JSON only
+            scope[TALKS_KEY] = True
+            return False
         # A fast answer carries them itself, as adding() would place them: no wrapper per message.
         return await self.fast.answer(scope, send, message, headers, () if added is None else (VARY_ORIGIN, *added))
 
@@ -215,7 +223,17 @@ class McpSurface:
             page["nextCursor"] = str(start + PAGE_SIZE)
         return page
 
-    async def call_tool(self, caller: Caller, headers: Mapping[str, str], request_id: Any, params: Any) -> dict[str, Any]:
+    def talks(self, message: Any) -> bool:
+        """Whether a POSTed message calls a tool that may talk to its client while it runs."""
+        talking = self.talking(self.gateway.catalog)
+        if not talking or type(message) is not dict or message.get("method") != "tools/call":
+            return False
+        params = message.get("params")
+        name = params.get("name") if type(params) is dict else None
+        return type(name) is str and name in talking
+
+    async def call_tool(self, caller: Caller, headers: Mapping[str, str], request_id: Any, params: Any,
+                        client: ClientChannel = SILENT) -> dict[str, Any]:
         catalog = self.gateway.catalog
         tool = catalog.tools.get(params.name)
         # A tool the key may not use is unknown to it, as on REST: neither told apart nor suggested.
@@ -223,7 +241,8 @@ class McpSurface:
             key = _visible_key(caller, _session(headers, params.meta))
             known = [t.id for t in self.visible(catalog, key, caller)]
             raise ProtocolError(INVALID_PARAMS, str(unknown_tool(params.name, known)))
-        result = await invoke(catalog, tool.id, params.arguments, _context(headers, caller, request_id, params.meta))
+        result = await invoke(catalog, tool.id, params.arguments,
+                              _context(headers, caller, request_id, params.meta, client))
         return self.call_result(tool, result)
 
     def input_schema(self, name: str) -> Any:
@@ -241,6 +260,10 @@ class McpSurface:
     def entries(self, catalog: Catalog) -> dict[str, dict[str, Any]]:
         """MCP tool entries by id, once per catalog; a tool MCP cannot express is absent (logged once)."""
         return catalog.memo("mcp:entries", lambda: _entries(catalog))
+
+    def talking(self, catalog: Catalog) -> frozenset[str]:
+        """The ids of the tools whose calls may talk to their client (``Tool.talks``), once per catalog."""
+        return catalog.memo("mcp:talking", lambda: frozenset(tool.id for tool in catalog.tools.values() if tool.talks))
 
     def visible(self, catalog: Catalog, key: tuple[Any, ...], caller: Caller) -> list[Tool]:
         # Once per catalog and kind of caller (what may_use reads): walking 10,000 tools took ~50 ms a listing.
@@ -341,7 +364,8 @@ def _meta_text(meta: Any, key: str) -> str | None:
     return value
 
 
-def _context(headers: Mapping[str, str], caller: Caller, request_id: Any, meta: Any) -> CallContext:
+def _context(headers: Mapping[str, str], caller: Caller, request_id: Any, meta: Any,
+             client: ClientChannel) -> CallContext:
     session = _session(headers, meta)
     return CallContext(
         conversation_id=_meta_text(meta, CONVERSATION_META) or headers.get("x-conversation-id"),
@@ -352,6 +376,7 @@ def _context(headers: Mapping[str, str], caller: Caller, request_id: Any, meta: 
         surface="mcp",
         caller=caller.name,
         traceparent=_meta_text(meta, TRACEPARENT_META) or headers.get("traceparent"),
+        client=client,
     )
 
 

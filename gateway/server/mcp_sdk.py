@@ -5,16 +5,21 @@ Imported when the app starts, in a thread (``McpSurface.run``): its import is mo
 handlers are ``McpSurface``'s, adapted here to the SDK's request context; a ``ProtocolError`` they raise is the
 SDK's ``MCPError``.
 
-Responses are JSON, not SSE (``json_response=True``): a tool call here sends no progress notifications, and a
-JSON body costs a fraction of an SSE stream per request. Sessions stay stateful so that 2025-11-25 clients
-have a GET stream to hear about changes on.
+Responses are JSON, not SSE (``json_response=True``): a JSON body costs a fraction of an SSE stream per request.
+The exception is a call of a tool that may talk to its client while it runs (``Tool.talks``: progress, logs,
+elicitation, sampling; ``gateway.server.mcp_channel``), answered as SSE when its client accepts that: the
+manager and its session transports read the choice per request (``_JSON_ANSWER``, set by ``handle``). Sessions
+stay stateful so that 2025-11-25 clients have a GET stream to hear about changes on, and a place to POST their
+answers to the server's requests.
 """
 
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import anyio
@@ -23,14 +28,18 @@ from mcp.server.caching import CacheHint
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.streamable_http import StreamableHTTPServerTransport, check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolRequestParams, PaginatedRequestParams
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types import CallToolRequestParams, PaginatedRequestParams, SetLevelRequestParams
+from starlette.requests import Request
+from starlette.types import Receive, Scope, Send
 
 from ..cluster import DEFAULT_HEARTBEAT_S
 from .auth import SCOPE_KEY
+from .mcp_channel import LogLevels, McpChannel
 from .mcp_fast import CACHE_HINTS, JSON_RESPONSES, SERVER_NAME, SERVER_TITLE, ProtocolError, Surface
 from .mcp_sessions import SharedSessions
 
@@ -38,6 +47,54 @@ from .mcp_sessions import SharedSessions
 # per session opened or refused: noise at that rate. Its warnings (a session refused for another credential, too
 # many sessions) still show.
 logging.getLogger("mcp.server.streamable_http_manager").setLevel(logging.WARNING)
+
+# Whether the POST being served is answered as JSON (else SSE): set by ``SdkServer.handle`` for each request, read
+# by the manager (2026-07-28) and the session transports (2025-11-25) where the SDK reads its one setting.
+_JSON_ANSWER: ContextVar[bool | None] = ContextVar("gateway.mcp.json_answer", default=None)
+
+
+class _Manager(StreamableHTTPSessionManager):
+    """The SDK's session manager, answering each request as ``_JSON_ANSWER`` says (its setting otherwise)."""
+
+    @property
+    def json_response(self) -> bool:  # type: ignore[override]
+        chosen = _JSON_ANSWER.get()
+        return self.__dict__["json_response"] if chosen is None else chosen
+
+    @json_response.setter
+    def json_response(self, value: bool) -> None:
+        self.__dict__["json_response"] = value
+
+    def _admit_session(self, requestor: Any) -> StreamableHTTPServerTransport | None:
+        transport = super()._admit_session(requestor)
+        if transport is not None:
+            transport.__class__ = _Transport  # the SDK builds it; it only gains the per-request choice
+        return transport
+
+
+class _Transport(StreamableHTTPServerTransport):
+    """A session's transport, answering each POST as ``_JSON_ANSWER`` says.
+
+    Its message router (a task of the session's, spawned in ``connect``) reads the same flag to drop what is
+    related to a JSON-answered request, which has no wire for it: there the flag is False, so that what an SSE
+    call sends reaches its stream. Nothing is sent related to a JSON-answered call (``McpChannel`` stays silent
+    there), which the router would take for its answer.
+    """
+
+    @property
+    def is_json_response_enabled(self) -> bool:  # type: ignore[override]
+        chosen = _JSON_ANSWER.get()
+        return self.__dict__["is_json_response_enabled"] if chosen is None else chosen
+
+    @is_json_response_enabled.setter
+    def is_json_response_enabled(self, value: bool) -> None:
+        self.__dict__["is_json_response_enabled"] = value
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncIterator[Any]:
+        _JSON_ANSWER.set(False)  # in the session's own task, whose router and handlers it spawns inherit it
+        async with super().connect() as streams:
+            yield streams
 
 
 class _GatewayServer(Server[Any]):
@@ -62,18 +119,23 @@ class SdkServer:
         self.surface = surface
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
-        self.server = _GatewayServer(
-            SERVER_NAME,
-            version=surface.version,
-            title=SERVER_TITLE,
-            on_list_tools=self.list_tools,
-            on_call_tool=self.call_tool,
-            on_subscriptions_listen=self.listen,
-            get_tool_input_schema=surface.input_schema,
-            # 2026-07-28 clients may cache listings: not across keys (each sees its toolsets), and never past a
-            # reload, which they hear about through subscriptions/listen.
-            cache_hints={method: CacheHint(ttl_ms=ttl, scope=scope) for method, (ttl, scope) in CACHE_HINTS.items()},
-        )
+        self.log_levels = LogLevels()
+        with warnings.catch_warnings():  # logging is deprecated on 2026-07-28 only; 2025 clients still set levels
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            self.server = _GatewayServer(
+                SERVER_NAME,
+                version=surface.version,
+                title=SERVER_TITLE,
+                on_list_tools=self.list_tools,
+                on_call_tool=self.call_tool,
+                on_set_logging_level=self.set_logging_level,
+                on_subscriptions_listen=self.listen,
+                get_tool_input_schema=surface.input_schema,
+                # 2026-07-28 clients may cache listings: not across keys (each sees its toolsets), and never past a
+                # reload, which they hear about through subscriptions/listen.
+                cache_hints={method: CacheHint(ttl_ms=ttl, scope=scope)
+                             for method, (ttl, scope) in CACHE_HINTS.items()},
+            )
         if not surface.traced:  # see McpSurface.traced
             self.server.middleware = [m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
         self.server.middleware.append(self.track_connection)
@@ -82,7 +144,7 @@ class SdkServer:
         self.connections: set[Any] = set()
         self.held: dict[str, Any] = {}
         settings = surface.gateway.settings
-        self.manager = StreamableHTTPSessionManager(
+        self.manager = _Manager(
             self.server, json_response=JSON_RESPONSES, max_request_body_size=settings.max_body_bytes,
             session_idle_timeout=settings.mcp_session_idle_s,
             # Host and Origin are checked app-wide (front.Front); given explicitly, the SDK's settings
@@ -101,6 +163,13 @@ class SdkServer:
             finally:
                 self.listen.close()
 
+    async def handle(self, scope: Scope, receive: Receive, send: Send, body: bytes | None, owner: str | None,
+                     talks: bool) -> None:
+        """Serve one ``/mcp`` request (``body``: a POST's, already read and screened); ``talks``: it calls a tool
+        that may talk to its client, answered as SSE if the client accepts it, where all else is JSON."""
+        _JSON_ANSWER.set(not (talks and check_accept_headers(Request(scope))[1]))
+        await self.sessions.handle(scope, receive, send, body, owner)
+
     async def list_tools(self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams) -> dict[str, Any]:
         caller = ctx.request.scope[SCOPE_KEY]
         try:
@@ -111,9 +180,14 @@ class SdkServer:
     async def call_tool(self, ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> dict[str, Any]:
         try:
             return await self.surface.call_tool(ctx.request.scope[SCOPE_KEY], ctx.request.headers, ctx.request_id,
-                                                params)
+                                                params, McpChannel(ctx, self.log_levels))
         except ProtocolError as exc:
             raise MCPError(exc.code, exc.message) from None
+
+    async def set_logging_level(self, ctx: ServerRequestContext[Any], params: SetLevelRequestParams) -> dict[str, Any]:
+        """``logging/setLevel`` (2025 revisions): what the session's tools log below it is not sent."""
+        self.log_levels.set(ctx.session._connection, params.level)  # see track_connection for _connection
+        return {}
 
     async def track_connection(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
         """Server middleware: remember each live handshake-era session, to tell it when the tools change.

@@ -95,3 +95,33 @@ def test_remote_ref_in_a_schema_is_a_load_problem(write_definitions):
     })
     with pytest.raises(DefinitionsInvalid, match=r"t.yaml:\d+:\d+: .*\$ref 'http://127.0.0.1:9/s.json' points outside"):
         catalog_for(root)
+
+
+def test_a_sync_function_cannot_declare_a_talking_parameter(write_definitions):
+    """``progress``, ``log`` and ``client`` are coroutine functions of the event loop, which a sync tool's thread
+    cannot await: a load problem at the binding, naming them, not a call that fails."""
+    root = write_definitions({"python/m.py": "def f(progress, log, user) -> str:\n    return 'x'\n",
+                              "t.yaml": TOOL % "m:f"})
+    with pytest.raises(DefinitionsInvalid, match=r"t.yaml:2:\d+: 'm:f' declares 'progress', 'log', which only an "
+                                                 r"async function can use: make it `async def`"):
+        catalog_for(root)
+
+
+async def test_talking_parameters_are_silent_where_no_client_listens(write_definitions):
+    """Called without a surface's channel (the CLI, contract tests), progress and logs go nowhere, a question is
+    an error result saying the caller cannot answer it, and none of them is in the schema the LLM sees."""
+    root = write_definitions({
+        "python/m.py": """
+            async def f(n: int, progress, log, client) -> str:
+                await progress(1, 2, "half")
+                await log.info("hello")
+                if n:
+                    await client.sample("hi", max_tokens=5)
+                return "ran"
+        """,
+        "t.yaml": TOOL % "m:f"})
+    catalog = catalog_for(root)
+    assert list(catalog.tools["t"].input_schema["properties"]) == ["n"] and catalog.tools["t"].talks
+    assert (await invoke(catalog, "t", {"n": 0})).value == "ran"
+    asked = await invoke(catalog, "t", {"n": 1})
+    assert asked.is_error and asked.text == "The calling client cannot answer sampling."

@@ -1,0 +1,244 @@
+"""Tools that talk to their MCP client while they run (``progress``, ``log``, ``client``: gateway.client_channel),
+through the official ``mcp`` client against a served gateway: progress and logs arrive on the call's SSE stream,
+elicitation and sampling are asked of the calling client and answered, and every caller that cannot hear or
+answer (no capability, a JSON-only client, REST, 2026-07-28) gets a clear result at once."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import mcp_types
+import pytest
+from mcp import ClientSession
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from support import RunningServer, running
+
+TOOLS = """
+tools:
+  - id: steps
+    name: Steps
+    user_description: Reports progress and logs at two levels.
+    ai_description: Runs three steps.
+    binding: {python: talk_tools:steps}
+  - id: ask_user
+    name: Ask user
+    user_description: Asks the user for a name.
+    ai_description: Asks the user for a name.
+    binding: {python: talk_tools:ask_user}
+  - id: ask_model
+    name: Ask model
+    user_description: Asks the client's model.
+    ai_description: Asks the client's model.
+    binding: {python: talk_tools:ask_model}
+  - id: plain
+    name: Plain
+    user_description: Talks to nobody.
+    ai_description: Answers at once.
+    binding: {python: talk_tools:plain}
+"""
+
+PYTHON = '''
+async def steps(progress, log) -> str:
+    for done in (1, 2, 3):
+        await progress(done, 3, f"step {done}")
+    await log.info("an info line")
+    await log.warning({"detail": "a warning"}, logger="steps")
+    return "done"
+
+
+async def ask_user(client) -> str:
+    answer = await client.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}},
+                                                "required": ["name"]})
+    return f"{answer['action']}: {answer.get('content')}"
+
+
+async def ask_model(client) -> str:
+    answer = await client.sample("Say hi", max_tokens=20, systemPrompt="Be brief")
+    return f"{answer['model']}: {answer['content']['text']}"
+
+
+def plain() -> str:
+    return "plain"
+'''
+
+SSE_ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    root = tmp_path_factory.mktemp("talking")
+    (root / "tools.yaml").write_text(TOOLS)
+    (root / "python").mkdir()
+    (root / "python" / "talk_tools.py").write_text(textwrap.dedent(PYTHON))
+    with running(root) as server:
+        yield server
+
+
+def _text(result: Any) -> str:
+    return result.content[0].text
+
+
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")  # on 2026-07-28; this is 2025-11-25
+async def test_progress_and_logs_arrive_on_the_calls_stream_at_the_level_the_session_set(served):
+    """Progress carries the request's token, each step in order with its message; logging/setLevel (declared as
+    the logging capability) holds back what is below the level."""
+    logs: list[mcp_types.LoggingMessageNotificationParams] = []
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_log(params: mcp_types.LoggingMessageNotificationParams) -> None:
+        logs.append(params)
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    async with streamable_http_client(f"{served.url}/mcp") as (read, write), \
+            ClientSession(read, write, logging_callback=on_log) as session:
+        initialized = await session.initialize()
+        assert initialized.capabilities.logging is not None
+        result = await session.call_tool("steps", {}, progress_callback=on_progress)
+        assert (result.is_error, _text(result)) == (False, "done")
+        assert progress == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+        assert [(log.level, log.data) for log in logs] == [("info", "an info line"),
+                                                         ("warning", {"detail": "a warning"})]
+        assert await session.set_logging_level("warning") is not None
+        logs.clear()
+        await session.call_tool("steps", {})
+        assert [(log.level, log.logger) for log in logs] == [("warning", "steps")]
+
+
+async def test_the_tool_asks_the_calling_clients_user_and_model(served):
+    """elicitation/create and sampling/createMessage go to the client that made the call, inside the call, and
+    the tool reads their answers."""
+    asked: list[Any] = []
+
+    async def on_elicit(context: Any, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+        asked.append(params)
+        return mcp_types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async def on_sample(context: Any, params: mcp_types.CreateMessageRequestParams) -> mcp_types.CreateMessageResult:
+        asked.append(params)
+        return mcp_types.CreateMessageResult(role="assistant", model="tiny",
+                                             content=mcp_types.TextContent(type="text", text="hi!"))
+
+    async with streamable_http_client(f"{served.url}/mcp") as (read, write), \
+            ClientSession(read, write, elicitation_callback=on_elicit, sampling_callback=on_sample) as session:
+        await session.initialize()
+        user = await session.call_tool("ask_user", {})
+        model = await session.call_tool("ask_model", {})
+    assert (user.is_error, _text(user)) == (False, "accept: {'name': 'Ada'}")
+    assert (model.is_error, _text(model)) == (False, "tiny: hi!")
+    assert asked[0].message == "Your name?" and asked[0].requested_schema["required"] == ["name"]
+    assert asked[1].max_tokens == 20 and asked[1].system_prompt == "Be brief"
+    assert asked[1].messages[0].content.text == "Say hi"
+
+
+async def test_a_client_without_the_capability_gets_an_error_result_at_once(served):
+    """A client that declared neither elicitation nor sampling is never asked: the call ends with an error
+    result the LLM can read."""
+    async with streamable_http_client(f"{served.url}/mcp") as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        user = await session.call_tool("ask_user", {})
+        model = await session.call_tool("ask_model", {})
+    assert user.is_error and _text(user) == ("The calling client cannot answer elicitation (it did not declare the "
+                                             "elicitation capability).")
+    assert model.is_error and "cannot answer sampling" in _text(model)
+
+
+async def test_rest_callers_hear_nothing_and_cannot_be_asked(served):
+    """On REST progress and logs go nowhere (the tool still runs), and a question is an error result."""
+    async with httpx.AsyncClient(base_url=served.url) as http:
+        steps = (await http.post("/tools/steps/call", json={})).json()
+        asked = (await http.post("/tools/ask_user/call", json={})).json()
+    assert steps["is_error"] is False and steps["text"] == "done"
+    assert asked["is_error"] is True and asked["text"] == "The calling client cannot answer elicitation."
+
+
+async def _session(http: httpx.AsyncClient, capabilities: dict[str, Any]) -> dict[str, str]:
+    opened = await http.post("/mcp", headers=SSE_ACCEPT, json={
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                   "clientInfo": {"name": "raw", "version": "1"}}})
+    headers = {**SSE_ACCEPT, "Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+    await http.post("/mcp", headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return headers
+
+
+def _call(request_id: int, name: str, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name, "arguments": {}}
+    if meta:
+        params["_meta"] = meta
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+def _events(body: str) -> list[dict[str, Any]]:
+    return [json.loads(line[5:]) for line in body.splitlines() if line.startswith("data:") and line[5:].strip()]
+
+
+async def test_only_a_talking_call_is_answered_as_sse_and_only_when_the_client_accepts_it(served):
+    """A plain call stays JSON (the fast path's answer); a talking one is an SSE stream carrying its progress
+    before its answer; a client accepting only JSON gets JSON, with nothing else in it and its question refused."""
+    async with httpx.AsyncClient(base_url=served.url) as http:
+        headers = await _session(http, {"elicitation": {}})
+        plain = await http.post("/mcp", headers=headers, json=_call(1, "plain"))
+        assert plain.headers["content-type"] == "application/json"
+        assert plain.json()["result"]["content"][0]["text"] == "plain"
+
+        streamed = await http.post("/mcp", headers=headers, json=_call(2, "steps", {"progressToken": "t-1"}))
+        assert streamed.headers["content-type"].startswith("text/event-stream")
+        events = _events(streamed.text)
+        assert [event["params"]["progress"] for event in events if event.get("method") == "notifications/progress"
+                ] == [1, 2, 3]
+        assert {event["params"]["progressToken"] for event in events if "progressToken" in event.get("params", {})
+                } == {"t-1"}
+        assert events[-1]["id"] == 2 and events[-1]["result"]["content"][0]["text"] == "done"
+
+        json_only = {**headers, "Accept": "application/json"}
+        quiet = await http.post("/mcp", headers=json_only, json=_call(3, "steps", {"progressToken": "t-2"}))
+        assert quiet.headers["content-type"] == "application/json"
+        assert quiet.json()["result"]["content"][0]["text"] == "done"
+        refused = (await http.post("/mcp", headers=json_only, json=_call(4, "ask_user"))).json()["result"]
+        assert refused["isError"] is True
+        assert "cannot answer elicitation (this call's answer has no stream" in refused["content"][0]["text"]
+
+
+async def test_a_client_that_never_answers_is_bounded_by_the_calls_timeout(tmp_path: Path):
+    """An elicitation the client leaves unanswered ends with the tool's timeout, as any call does."""
+    (tmp_path / "tools.yaml").write_text(TOOLS.replace("binding: {python: talk_tools:ask_user}",
+                                                       "binding: {python: talk_tools:ask_user}\n    timeout_s: 0.5"))
+    (tmp_path / "python").mkdir()
+    (tmp_path / "python" / "talk_tools.py").write_text(textwrap.dedent(PYTHON))
+    with running(tmp_path) as server:
+        async with httpx.AsyncClient(base_url=server.url) as http:
+            headers = await _session(http, {"elicitation": {}})
+            answer = await http.post("/mcp", headers=headers, json=_call(1, "ask_user"))
+            events = _events(answer.text)
+            assert events[0]["method"] == "elicitation/create"  # asked, and never answered
+            assert events[-1]["result"]["isError"] is True
+            assert events[-1]["result"]["content"][0]["text"] == "Tool 'ask_user' did not finish within 0.5 s."
+            # The session goes on serving.
+            assert (await http.post("/mcp", headers=headers, json=_call(2, "plain"))).json()["result"]["isError"] is False
+
+
+async def test_on_the_stateless_revision_progress_streams_and_a_question_is_refused(served):
+    """2026-07-28 (the SDK's Client settles on it): progress rides the call's SSE answer; the single exchange
+    carries no server request, so elicitation is an error result (the multi-round-trip result is not offered)."""
+    progress: list[float] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append(done)
+
+    async def on_elicit(context: Any, params: Any) -> mcp_types.ElicitResult:
+        raise AssertionError("not asked on 2026-07-28")
+
+    async with Client(f"{served.url}/mcp", elicitation_callback=on_elicit) as client:
+        assert client.protocol_version == "2026-07-28"
+        result = await client.call_tool("steps", {}, progress_callback=on_progress)
+        asked = await client.call_tool("ask_user", {})
+    assert (result.is_error, _text(result), progress) == (False, "done", [1, 2, 3])
+    assert asked.is_error and "cannot answer elicitation" in _text(asked)
