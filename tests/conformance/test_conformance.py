@@ -29,14 +29,7 @@ CLIENT = HERE / "gateway_client.py"
 NO_RESOURCES = "the gateway serves no resources yet"
 NO_PROMPTS = "the gateway serves no prompts yet"
 SERVER_XFAIL = {
-    "logging-set-level": "the gateway does not implement logging/setLevel",
     "completion-complete": "the gateway does not implement completion/complete",
-    "tools-call-with-logging": "no logging/setLevel, and a Python tool has no way to send log notifications",
-    "tools-call-with-progress": "a Python tool has no way to send progress notifications",
-    "tools-call-sampling": "the gateway relays no sampling requests to its MCP clients",
-    "tools-call-elicitation": "the gateway relays no elicitation requests to its MCP clients",
-    "elicitation-sep1034-defaults": "the gateway relays no elicitation requests to its MCP clients",
-    "elicitation-sep1330-enums": "the gateway relays no elicitation requests to its MCP clients",
     "resources-list": NO_RESOURCES,
     "resources-read-text": NO_RESOURCES,
     "resources-read-binary": NO_RESOURCES,

@@ -53,22 +53,77 @@ def multiple_content_types():
             mcp_types.EmbeddedResource(type="resource", resource=resource)]
 
 
-async def paced() -> str:
-    """The logging and progress scenarios' tool: three steps ~50 ms apart. The gateway has no channel for a Python
-    tool's log messages or progress yet, so the steps are only paced; the scenarios say so (xfail)."""
-    for _ in range(2):
-        await asyncio.sleep(0.05)
-    return "Tool execution completed"
+async def with_logging(log) -> str:
+    """Three info messages ~50 ms apart, through the ``log`` context parameter (scenario tools-call-with-logging)."""
+    await log.info("Tool execution started")
+    await asyncio.sleep(0.05)
+    await log.info("Tool processing data")
+    await asyncio.sleep(0.05)
+    await log.info("Tool execution completed")
+    return "Tool with logging executed successfully"
+
+
+async def with_progress(progress) -> str:
+    """0, 50 and 100 of 100, ~50 ms apart, through the ``progress`` context parameter (no-op without a token)."""
+    await progress(0, 100)
+    await asyncio.sleep(0.05)
+    await progress(50, 100)
+    await asyncio.sleep(0.05)
+    await progress(100, 100)
+    return "Tool with progress executed successfully"
 
 
 def error_handling() -> str:
     raise ToolError("This tool intentionally returns an error for testing")
 
 
-def needs_client(prompt: str = "", message: str = "") -> str:
-    """Sampling and elicitation ask the MCP client something mid-call; the gateway relays neither yet, so the tool
-    says so instead of answering as if it had asked."""
-    raise ToolError("The gateway does not relay sampling or elicitation requests to the MCP client yet.")
+async def sampling(prompt: str, client) -> str:
+    answer = await client.sample(prompt, max_tokens=100)
+    return f"LLM response: {answer['content'].get('text', '')}"
+
+
+async def elicitation(message: str, client) -> str:
+    answer = await client.elicit(message, {
+        "type": "object",
+        "properties": {"username": {"type": "string", "description": "User's response"},
+                       "email": {"type": "string", "description": "User's email address"}},
+        "required": ["username", "email"]})
+    return f"User response: action={answer['action']}, content={json.dumps(answer.get('content'))}"
+
+
+async def elicitation_defaults(client) -> str:
+    answer = await client.elicit("Please review and update the form fields with defaults", {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "User name", "default": "John Doe"},
+            "age": {"type": "integer", "description": "User age", "default": 30},
+            "score": {"type": "number", "description": "User score", "default": 95.5},
+            "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"],
+                       "default": "active"},
+            "verified": {"type": "boolean", "description": "Verification status", "default": True}}})
+    return f"Elicitation completed: action={answer['action']}, content={json.dumps(answer.get('content'))}"
+
+
+async def elicitation_enums(client) -> str:
+    answer = await client.elicit("Please select options from the enum fields", {
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "description": "Select one option",
+                               "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {"type": "string", "description": "Select one option with titles",
+                             "oneOf": [{"const": "value1", "title": "First Option"},
+                                       {"const": "value2", "title": "Second Option"},
+                                       {"const": "value3", "title": "Third Option"}]},
+            "legacyEnum": {"type": "string", "description": "Select one option (legacy)",
+                           "enum": ["opt1", "opt2", "opt3"],
+                           "enumNames": ["Option One", "Option Two", "Option Three"]},
+            "untitledMulti": {"type": "array", "description": "Select multiple options",
+                              "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+            "titledMulti": {"type": "array", "description": "Select multiple options with titles",
+                            "items": {"anyOf": [{"const": "value1", "title": "First Choice"},
+                                                {"const": "value2", "title": "Second Choice"},
+                                                {"const": "value3", "title": "Third Choice"}]}}}})
+    return f"Elicitation completed: action={answer['action']}, content={json.dumps(answer.get('content'))}"
 
 
 def json_schema_2020_12(name: str = "", address: dict[str, str] | None = None) -> str:
