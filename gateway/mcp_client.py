@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import methods as wire_methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from . import mcp_relay
 from . import secrets as secret_store
 from .argerrors import shape_problem
 from .mcp_config import UpstreamConfig
@@ -120,13 +121,18 @@ async def all_tools(client: Client, config: UpstreamConfig) -> list[mcp_types.To
 
 @contextlib.asynccontextmanager
 async def connected(config: UpstreamConfig, on_message: Callable[[Any], Any] | None = None,
-                    on_http: Callable[[httpx2.AsyncClient], None] | None = None) -> AsyncIterator[Client]:
+                    on_http: Callable[[httpx2.AsyncClient], None] | None = None,
+                    relays: bool = False) -> AsyncIterator[Client]:
     """An entered ``mcp.Client`` for ``config``: enter and leave it in one task. ``on_http`` is shown the HTTP
-    client of a streamable-HTTP session before the SDK uses it (the fast path posts on it too)."""
+    client of a streamable-HTTP session before the SDK uses it (the fast path posts on it too). ``relays``: what
+    the upstream sends during a call goes to the calling client (``gateway.mcp_relay``), and the session declares
+    the elicitation and sampling capabilities."""
     headers, env = config.rendered()
+    relay = mcp_relay.Relay(config) if relays else None
     common: dict[str, Any] = {"mode": "auto", "cache": None, "read_timeout_seconds": config.connect_timeout_s,
-                              "message_handler": on_message,
-                              "client_info": mcp_types.Implementation(name="tool-gateway", version="1")}
+                              "message_handler": on_message if relay is None else relay.handling(on_message),
+                              "client_info": mcp_types.Implementation(name="tool-gateway", version="1"),
+                              **({} if relay is None else relay.callbacks())}
     if config.url is None:
         assert config.command is not None
         parameters = StdioServerParameters(command=config.command, args=list(config.args), env=env or None,
@@ -171,6 +177,7 @@ class FastSession:
         self.modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
 
     def stamp(self, message: dict[str, Any]) -> dict[str, str]:
+        mcp_relay.stamp(message)
         options: dict[str, Any] = {}
         self.client.session._stamp(message, options)
         return options.get("headers", {})

@@ -31,6 +31,7 @@ from ..context import CallContext
 from ..errors import Problem, ToolError
 from ..mcp_client import UpstreamUnavailable, call_once
 from ..mcp_config import UpstreamConfig, parse_config
+from ..mcp_relay import relaying
 from ..tool_definition import ToolDefinition
 from . import BindingProblems, Bound, BuildEnv
 
@@ -54,7 +55,8 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
             if connection is not None:
                 if connection.state == "closed":  # the pool closed with its gateway's server, which runs again
                     connection = pool.connection(config)
-                result = await connection.call_tool(name, arguments)
+                with relaying(context.client, config):
+                    result = await connection.call_tool(name, arguments)
             else:
                 result = await call_once(config, name, arguments)
         except UpstreamUnavailable as exc:
@@ -73,7 +75,7 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
 
     if connection is not None:
         connection.hold(execute)  # the session stays open while a catalog serves this tool
-    return Bound(executor=execute)
+    return Bound(executor=execute, talks=True)
 
 
 def answer(result: mcp_types.CallToolResult, structured: bool, tool_id: str) -> Content:
