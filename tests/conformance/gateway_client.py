@@ -4,7 +4,9 @@
 scenario's server appended (and ``MCP_CONFORMANCE_SCENARIO`` naming the scenario). It declares that server as an
 ``mcp`` source of a fresh definitions directory, serves the gateway on it (a free port of 127.0.0.1, auth off),
 and through the gateway's own ``/mcp`` lists the tools and calls each once. The scenario server thus meets the
-gateway's upstream client: its connect, handshake, listing and calls are what the suite judges.
+gateway's upstream client: its connect, handshake, listing and calls are what the suite judges. What the server
+asks during a call (elicitation) the gateway relays to the client here, which accepts with the requested
+schema's defaults, as a user who changes nothing would.
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import mcp_types
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/, for support (run as a script)
+# Run as a script: tests/, for support, and the checkout's own gateway (not an installed one's, which a worktree's
+# run would otherwise test).
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent.parent.parent)]
 from support import running
 
 # A value of each JSON type for a required argument: the scenarios judge that the call arrives, not its values.
@@ -35,8 +40,16 @@ def arguments_for(schema: dict[str, Any]) -> dict[str, Any]:
             for name in schema.get("required") or []}
 
 
+async def accept_defaults(context: Any, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+    """The user's answer to a form: every field's default, changed by nobody."""
+    properties = (getattr(params, "requested_schema", None) or {}).get("properties") or {}
+    return mcp_types.ElicitResult(action="accept", content={name: field["default"] for name, field in properties.items()
+                                                            if "default" in field})
+
+
 async def exercise(mcp_url: str) -> None:
-    async with streamable_http_client(mcp_url) as (read, write), ClientSession(read, write) as session:
+    async with streamable_http_client(mcp_url) as (read, write), \
+            ClientSession(read, write, elicitation_callback=accept_defaults) as session:
         await session.initialize()
         listing = await session.list_tools()
         print("tools:", [tool.name for tool in listing.tools])

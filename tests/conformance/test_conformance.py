@@ -47,7 +47,6 @@ NO_OAUTH = "identity issue 26: the gateway's upstream MCP client does no OAuth (
 # another resource: a client that never authorizes passes it.
 PASSES_WITHOUT_OAUTH = {"auth/resource-mismatch"}
 CLIENT_XFAIL = {
-    "elicitation-sep1034-client-defaults": "the gateway's upstream session declares no elicitation capability",
     "sse-retry": "an upstream call whose SSE stream closes before its answer fails at once: no GET resumption "
                  "with Last-Event-ID after the stream's retry delay (SEP-1699)",
 }
