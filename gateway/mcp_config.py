@@ -64,6 +64,7 @@ class UpstreamConfig:
     env: tuple[tuple[str, str], ...] = ()
     cwd: str | None = None
     connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    relay: bool = True  # what it sends during a call goes to the calling client (gateway.mcp_relay)
 
     @property
     def transport(self) -> str:
@@ -124,6 +125,7 @@ def parse_config(source: str, spec: Mapping[str, Any], settings: Settings
         env=tuple((str(k), str(v)) for k, v in (spec.get("env") or {}).items()),
         cwd=str(spec["cwd"]) if spec.get("cwd") is not None else None,
         connect_timeout_s=float(spec.get("connect_timeout_s", DEFAULT_CONNECT_TIMEOUT_S)),
+        relay=spec.get("relay", True) is not False,
     )
     try:
         compiled = _compiled(config)

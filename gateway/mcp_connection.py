@@ -235,7 +235,7 @@ class Connection:
             attempt, self.state = self._attempt, "connecting"
             beside = mcp_listing.Beside(self.config.url)
             try:
-                async with connected(self.config, self._notified, beside.opened, relays=True) as client:
+                async with connected(self.config, self._notified, beside.opened, relays=self.config.relay) as client:
                     await self._serve(client, beside, attempt)
                 self.error = self.error or "the connection ended"
             except asyncio.CancelledError:

@@ -75,7 +75,7 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
 
     if connection is not None:
         connection.hold(execute)  # the session stays open while a catalog serves this tool
-    return Bound(executor=execute, talks=True)
+    return Bound(executor=execute, talks=config.relay)
 
 
 def answer(result: mcp_types.CallToolResult, structured: bool, tool_id: str) -> Content:

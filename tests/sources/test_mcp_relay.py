@@ -14,9 +14,11 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp_upstreams import Upstream, gateway_serving, http_source, sources_yaml, upstream
+from support import catalog_for
 from test_mcp_upstream_fastcall import VARIANTS
 
 from gateway import mcp_client
+from gateway.errors import DefinitionsInvalid
 
 
 @pytest.fixture(scope="module")
@@ -113,3 +115,36 @@ async def test_only_a_session_that_relays_declares_elicitation_and_sampling(serv
     async with mcp_client.connected(config) as one_shot:
         declared = one_shot.session._build_capabilities(one_shot.protocol_version)
     assert declared.elicitation is None and declared.sampling is None
+
+
+async def test_relay_false_keeps_an_upstreams_calls_on_the_json_fast_path(tmp_path, fastmcp, monkeypatch):
+    """``relay: false``: its session declares neither capability, an MCP client's call is answered as JSON (the
+    fast path), and what the upstream would ask is refused there, never relayed."""
+    monkeypatch.setenv("TOOL_GATEWAY_STATE_DIR", str(tmp_path / "state"))
+    root = tmp_path / "defs"
+    root.mkdir()
+    (root / "up.yaml").write_text(sources_yaml(http_source("fm", fastmcp.url, ", relay: false")))
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 2, "b": 3}}}
+    with gateway_serving(root) as served:
+        async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
+            headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+            opened = await http.post("/mcp", headers=headers, json={
+                "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                    "clientInfo": {"name": "raw", "version": "1"}}})
+            headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
+            answer = await http.post("/mcp", headers=headers, json=call)
+        pooled = served.gateway.mcp_pool.connections()[0]._client
+        declared = pooled.session._build_capabilities(pooled.protocol_version)
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.json()["result"]["content"][0]["text"] == "5"
+    assert declared.elicitation is None and declared.sampling is None
+
+
+def test_relay_must_be_a_boolean(tmp_path):
+    """A relay that is not true or false is a load problem at its place in the file."""
+    root = tmp_path / "defs"
+    root.mkdir()
+    (root / "up.yaml").write_text(sources_yaml(http_source("fm", "http://127.0.0.1:9/mcp", ", relay: 'yes'")))
+    with pytest.raises(DefinitionsInvalid, match=r"up.yaml:3:\d+: sources\[0\].mcp.relay: expected boolean, got string"):
+        catalog_for(root)
