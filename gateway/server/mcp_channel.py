@@ -14,6 +14,7 @@ log-level opt-in (the SDK's ``allowed_log_levels``).
 
 from __future__ import annotations
 
+import json
 import weakref
 from collections.abc import Mapping
 from typing import Any
@@ -28,6 +29,8 @@ from pydantic import ValidationError
 
 from ..client_channel import LOG_LEVELS, ClientCannotAnswer, ClientChannel
 from ..errors import ToolError
+
+MAX_REQUEST_STATE = 262_144  # characters of requestState read back (the answers of earlier rounds); past it, none
 
 # method -> (what it is called, the client capability it needs, its request model, its result model)
 _REQUESTS = {
@@ -54,14 +57,16 @@ class LogLevels:
 class McpChannel(ClientChannel):
     """The channel of one call the SDK took (see the module's docstring)."""
 
-    __slots__ = ("ctx", "levels", "streams")
+    __slots__ = ("ctx", "levels", "rounds", "streams")
 
-    def __init__(self, ctx: ServerRequestContext[Any], levels: LogLevels) -> None:
+    def __init__(self, ctx: ServerRequestContext[Any], levels: LogLevels, params: Any) -> None:
         self.ctx = ctx
         self.levels = levels
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         # A 2025 call has a stream only when answered as SSE (the transport then lets it send requests); a
         # 2026-07-28 one has an SSE sink or nothing, and the SDK drops what has no sink.
-        self.streams = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS or ctx.session.can_send_request
+        self.streams = modern or ctx.session.can_send_request
+        self.rounds = Rounds(params) if modern else None
 
     async def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
         if self.streams:  # the SDK sends nothing when the request carried no progressToken
@@ -83,13 +88,15 @@ class McpChannel(ClientChannel):
             raise ClientCannotAnswer(what, " (the gateway relays elicitation and sampling only)")
         if getattr(session.client_capabilities, capability, None) is None:
             raise ClientCannotAnswer(what, f" (it did not declare the {capability} capability)")
-        if not session.can_send_request:
+        if self.rounds is None and not session.can_send_request:
             raise ClientCannotAnswer(what, " (this call's answer has no stream for the question: the client must "
-                                           "accept text/event-stream, on a 2025-11-25 session)")
+                                           "accept text/event-stream)")
         try:
             request = request_type.model_validate({"method": method, "params": dict(params)}, by_name=False)
         except ValidationError as exc:
             raise ToolError(f"The {what} request is not valid MCP: {_first_error(exc)}") from None
+        if self.rounds is not None:
+            return self.rounds.answer(what, request, result_type)
         try:
             result = await session.send_request(request, result_type,
                                                 metadata=ServerMessageMetadata(related_request_id=self.ctx.request_id))
@@ -98,6 +105,56 @@ class McpChannel(ClientChannel):
         except ValidationError as exc:
             raise ToolError(f"The calling client's answer to {what} is not valid MCP: {_first_error(exc)}") from None
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+class InputRequired(ToolError):
+    """A 2026-07-28 call's question: the call ends, answered ``input_required`` (``Rounds.result``)."""
+
+
+class Rounds:
+    """The questions of one 2026-07-28 call, asked by the multi-round-trip result (see the module's docstring).
+
+    Questions are known by their order in the run (``q0``, ``q1``…): a tool that asks the same questions in the
+    same order on every run gets each answer where it asked.
+    """
+
+    __slots__ = ("answers", "asked", "pending")
+
+    def __init__(self, params: Any) -> None:
+        self.answers = _earlier(params.request_state)
+        for key, answer in (params.input_responses or {}).items():
+            self.answers[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+        self.asked = 0
+        self.pending: dict[str, Any] | None = None
+
+    def answer(self, what: str, request: Any, result_type: Any) -> dict[str, Any]:
+        key = f"q{self.asked}"
+        self.asked += 1
+        if key in self.answers:
+            try:  # checked as the client's own answers are: requestState came back from the client
+                return result_type.model_validate(self.answers[key], by_name=False).model_dump(
+                    by_alias=True, mode="json", exclude_none=True)
+            except ValidationError:
+                pass  # asked again
+        self.pending = {key: request.model_dump(by_alias=True, mode="json", exclude_none=True)}
+        raise InputRequired(f"The tool asks the calling client ({what}) and runs again with its answer.")
+
+    def result(self) -> dict[str, Any]:
+        return {"resultType": "input_required", "inputRequests": self.pending,
+                "requestState": json.dumps(self.answers, separators=(",", ":"))}
+
+
+def _earlier(state: str | None) -> dict[str, Any]:
+    """The answers of earlier rounds, as the client echoed them; anything else is none (the tool asks again)."""
+    if not state or len(state) > MAX_REQUEST_STATE:
+        return {}
+    try:
+        answers = json.loads(state)
+    except (ValueError, RecursionError):
+        return {}
+    if not isinstance(answers, dict):
+        return {}
+    return {key: value for key, value in answers.items() if isinstance(value, dict)}
 
 
 def _first_error(exc: ValidationError) -> str:

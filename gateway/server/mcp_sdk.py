@@ -179,10 +179,13 @@ class SdkServer:
 
     async def call_tool(self, ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> dict[str, Any]:
         try:
-            return await self.surface.call_tool(ctx.request.scope[SCOPE_KEY], ctx.request.headers, ctx.request_id,
-                                                params, McpChannel(ctx, self.log_levels))
+            channel = McpChannel(ctx, self.log_levels, params)
+            result = await self.surface.call_tool(ctx.request.scope[SCOPE_KEY], ctx.request.headers, ctx.request_id,
+                                                  params, channel)
         except ProtocolError as exc:
             raise MCPError(exc.code, exc.message) from None
+        # A 2026-07-28 tool that asked its client something ends this round with the question (mcp_channel.Rounds).
+        return channel.rounds.result() if channel.rounds is not None and channel.rounds.pending else result
 
     async def set_logging_level(self, ctx: ServerRequestContext[Any], params: SetLevelRequestParams) -> dict[str, Any]:
         """``logging/setLevel`` (2025 revisions): what the session's tools log below it is not sent."""

@@ -225,20 +225,56 @@ async def test_a_client_that_never_answers_is_bounded_by_the_calls_timeout(tmp_p
             assert (await http.post("/mcp", headers=headers, json=_call(2, "plain"))).json()["result"]["isError"] is False
 
 
-async def test_on_the_stateless_revision_progress_streams_and_a_question_is_refused(served):
-    """2026-07-28 (the SDK's Client settles on it): progress rides the call's SSE answer; the single exchange
-    carries no server request, so elicitation is an error result (the multi-round-trip result is not offered)."""
+async def test_on_the_stateless_revision_progress_streams_and_questions_take_another_round(served):
+    """2026-07-28 (the SDK's Client settles on it): progress rides the call's SSE answer; a question ends the round
+    with an input_required result, the client answers it and calls again, and the tool, run again, reads the
+    answer where it asked (the SDK's client drives the rounds)."""
     progress: list[float] = []
+    asked: list[str] = []
 
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
         progress.append(done)
 
     async def on_elicit(context: Any, params: Any) -> mcp_types.ElicitResult:
-        raise AssertionError("not asked on 2026-07-28")
+        asked.append(params.message)
+        return mcp_types.ElicitResult(action="accept", content={"name": "Grace"})
 
-    async with Client(f"{served.url}/mcp", elicitation_callback=on_elicit) as client:
+    async def on_sample(context: Any, params: Any) -> mcp_types.CreateMessageResult:
+        return mcp_types.CreateMessageResult(role="assistant", model="m26",
+                                             content=mcp_types.TextContent(type="text", text="hey"))
+
+    async with Client(f"{served.url}/mcp", elicitation_callback=on_elicit, sampling_callback=on_sample) as client:
         assert client.protocol_version == "2026-07-28"
         result = await client.call_tool("steps", {}, progress_callback=on_progress)
-        asked = await client.call_tool("ask_user", {})
+        user = await client.call_tool("ask_user", {})
+        model = await client.call_tool("ask_model", {})
     assert (result.is_error, _text(result), progress) == (False, "done", [1, 2, 3])
-    assert asked.is_error and "cannot answer elicitation" in _text(asked)
+    assert (user.is_error, _text(user), asked) == (False, "accept: {'name': 'Grace'}", ["Your name?"])
+    assert (model.is_error, _text(model)) == (False, "m26: hey")
+
+
+async def test_a_stateless_client_without_the_capability_is_refused_at_once(served):
+    async with Client(f"{served.url}/mcp") as client:
+        assert client.protocol_version == "2026-07-28"
+        asked = await client.call_tool("ask_user", {})
+    assert asked.is_error and _text(asked) == ("The calling client cannot answer elicitation (it did not declare "
+                                               "the elicitation capability).")
+
+
+async def test_a_forged_or_oversized_request_state_only_makes_the_tool_ask_again(served):
+    """requestState comes back from the client: one that is not the gateway's JSON, or too long, carries no
+    answers, so the tool asks again (an input_required result), never an error or a crash."""
+    envelope = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
+               "Mcp-Method": "tools/call", "Mcp-Name": "ask_user"}
+    async with httpx.AsyncClient(base_url=served.url) as http:
+        for state in ("[1, 2]", "{not json", "{" * 100_000, '{"q0": "' + "x" * 300_000 + '"}',
+                      '{"q0": {"action": "maybe"}}'):
+            answer = await http.post("/mcp", headers=headers, json={
+                "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "ask_user", "arguments": {}, "requestState": state, "_meta": envelope}})
+            # Nothing was sent before the answer: the SDK answers it as JSON then.
+            result = answer.json()["result"]
+            assert result["resultType"] == "input_required", result
+            assert result["inputRequests"]["q0"]["params"]["message"] == "Your name?"

@@ -12,6 +12,7 @@ import httpx
 import mcp_types
 import pytest
 from mcp import ClientSession
+from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_upstreams import Upstream, gateway_serving, http_source, sources_yaml, upstream
 from support import catalog_for
@@ -57,6 +58,21 @@ async def test_progress_logs_and_a_question_of_the_upstream_reach_the_calling_cl
     assert (result.is_error, result.content[0].text) == (False, "accept: teal"), result.content[0].text
     assert heard == [("progress", 1, 2, "asking"), ("log", "info", {"msg": "about to ask", "extra": None}),
                      ("asked", "Favourite colour?")]
+
+
+async def test_a_stateless_client_answers_an_upstreams_question_in_another_round(served):
+    """A 2026-07-28 client (the SDK's Client settles on it): the upstream's question ends the gateway's round with
+    input_required; the client answers and calls again, and the gateway answers the upstream's question with it."""
+    asked: list[str] = []
+
+    async def on_elicit(context: Any, params: Any) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        return mcp_types.ElicitResult(action="accept", content={"value": "ochre"})
+
+    async with Client(f"{served.url}/mcp", elicitation_callback=on_elicit) as client:
+        assert client.protocol_version == "2026-07-28"
+        result = await client.call_tool("chatty", {})
+    assert (result.is_error, result.content[0].text, asked) == (False, "accept: ochre", ["Favourite colour?"])
 
 
 async def test_a_2025_upstream_asks_inside_the_call_and_hears_the_answer(tmp_path, monkeypatch):
