@@ -60,8 +60,9 @@ log = logging.getLogger("gateway.mcp")
 # Tests switch it off to compare with the SDK's own answers; TOOL_GATEWAY_MCP_FAST=0 does for a server process
 # (bench_speed.py compares both in one run).
 ENABLED = os.environ.get("TOOL_GATEWAY_MCP_FAST", "1") != "0"
-# The SDK answers every request with one JSON body, never an SSE stream (``mcp_sdk``): the framing the fast path
-# reproduces. With SSE answers configured, it would step aside.
+# The SDK answers every request it is handed with one JSON body (``mcp_sdk``; a call of a tool that talks to its
+# client never reaches the fast path, ``McpSurface.talks``): the framing the fast path reproduces. With SSE answers
+# configured, it would step aside.
 JSON_RESPONSES = True
 SERVER_NAME = "tool-gateway"
 SERVER_TITLE = "Tool gateway"

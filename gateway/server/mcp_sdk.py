@@ -167,8 +167,11 @@ class SdkServer:
                      talks: bool) -> None:
         """Serve one ``/mcp`` request (``body``: a POST's, already read and screened); ``talks``: it calls a tool
         that may talk to its client, answered as SSE if the client accepts it, where all else is JSON."""
-        _JSON_ANSWER.set(not (talks and check_accept_headers(Request(scope))[1]))
-        await self.sessions.handle(scope, receive, send, body, owner)
+        chosen = _JSON_ANSWER.set(not (talks and check_accept_headers(Request(scope))[1]))
+        try:
+            await self.sessions.handle(scope, receive, send, body, owner)
+        finally:
+            _JSON_ANSWER.reset(chosen)
 
     async def list_tools(self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams) -> dict[str, Any]:
         caller = ctx.request.scope[SCOPE_KEY]
