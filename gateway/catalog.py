@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .bindings import BindingProblems, BuildEnv, Executor, builder
 from .buildcache import BuildCache
+from .catalog_content import EMPTY, Content, build_content
 from .definitions import Definitions
 from .errors import DefinitionsInvalid, Problem, UnknownTool
 from .events import NULL_BUS, EventBus
@@ -125,6 +126,7 @@ class Catalog:
     state: SharedState = field(default_factory=MemoryState)  # where its rate limits are counted (gateway.state)
     # Its tools file by file, when it was built so (gateway.filebuilds): comparing catalogs costs what changed.
     parts: tuple[FileBuild, ...] = ()
+    content: Content = EMPTY  # its prompts and resources (gateway.catalog_content)
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
     # One lock per key, so that a value computed in a worker thread (a listing of 10,000 tools: tens of ms) never
     # holds up the event loop asking for another; re-entrant: a value may be built from other memoised values.
@@ -187,8 +189,9 @@ def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | 
     generated = expand_sources(definitions.sources, _source_env(definitions, settings, env))
     # Python modules are part of what the catalog serves: a change there is a new version.
     env.python_digest = cache.python_digest(env)
+    content = build_content(definitions, env)
     if per_file(definitions, plugins):
-        return _build_per_file(definitions, settings, env, cache, generated)
+        return _build_per_file(definitions, settings, env, cache, generated, content)
     cache.file_builds = FileBuilds()  # what it held may not describe the files this build leaves behind
     combined = combine(definitions, plugins, generated)
     every_problem = [*definitions.problems, *generated.problems, *combined.problems]
@@ -197,6 +200,8 @@ def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | 
     tools: dict[str, Tool] = {}
     version = hashlib.sha256(combined.digest.encode())
     version.update(env.python_digest.encode())
+    version.update(content.digest.encode())
+    problems += content.problems
     envs = {id(p): _plugin_env(p, env, cache) for p in plugins}
     for plugin_env in envs.values():
         version.update(plugin_env.python_digest.encode())
@@ -215,11 +220,11 @@ def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | 
     if problems:
         raise DefinitionsInvalid(sorted(problems, key=lambda p: (p.file, p.line, p.column)))
     return Catalog(tools, version.hexdigest()[:16], definitions.root, settings, tuple(env.warnings), filters,
-                   tuple(p.plugin for p in plugins), env.events, generated.status, env.state)
+                   tuple(p.plugin for p in plugins), env.events, generated.status, env.state, content=content)
 
 
 def _build_per_file(definitions: Definitions, settings: Settings, env: BuildEnv, cache: BuildCache,
-                    generated: SourceTools) -> Catalog:
+                    generated: SourceTools, content: Content) -> Catalog:
     """The catalog of a definitions directory whose files stand alone, from per-file results: the same
     catalog, problems and version as the path above gives it."""
     shared, problems = shared_filters(env, settings.toolset_filters)
@@ -227,14 +232,16 @@ def _build_per_file(definitions: Definitions, settings: Settings, env: BuildEnv,
     env.warnings = built.warnings
     version = hashlib.sha256(combined_digest(definitions, (), generated).encode())
     version.update(env.python_digest.encode())
+    version.update(content.digest.encode())
     for part in built.parts:
         for tool in part.scripts:
             version.update(cache.script_digest(tool).encode())
-    problems = [*built.problems, *problems]
+    problems = [*built.problems, *problems, *content.problems]
     if problems:
         raise DefinitionsInvalid(sorted(problems, key=lambda p: (p.file, p.line, p.column)))
     return Catalog(built.tools, version.hexdigest()[:16], definitions.root, settings, tuple(env.warnings),
-                   FilterChains(built.chains), (), env.events, generated.status, env.state, parts=built.parts)
+                   FilterChains(built.chains), (), env.events, generated.status, env.state, parts=built.parts,
+                   content=content)
 
 
 def _source_env(definitions: Definitions, settings: Settings, env: BuildEnv) -> SourceEnv:

@@ -72,6 +72,12 @@ def _schema_problems(document: YamlDocument, error: ValidationError) -> list[Pro
         return [document.problem(path, f"{where}: expected {error.validator_value}, got {json_type(error.instance)}")]
     if error.validator == "minProperties" and path and path[-1] == "binding":
         return [document.problem(path, "binding is empty: give one of python, http or browser")]
+    if error.validator == "oneOf" and len(path) == 2 and path[0] == "resources":
+        return [document.problem(path, f"{where}: give exactly one of text, file or binding")]
+    if error.validator in ("minProperties", "maxProperties") and len(path) == 4 and path[2] == "messages":
+        return [document.problem(path, f"{where}: give a role and one of text, image or resource")]
+    if error.validator == "anyOf" and not path:
+        return [document.problem(path, "the file declares nothing: give tools, sources, prompts or resources")]
     if error.validator == "not" and path and path[-1] == "http":
         return [document.problem(path, "http binding: give at most one body (json, form or text)")]
     return [document.problem(path, f"{where}: {error.message}")]

@@ -9,7 +9,8 @@ aliases expanded), and only files whose real path lies inside the real definitio
 rule browser scripts follow (``gateway.paths``).
 
 A file may declare ``sources:`` besides ``tools:`` (``SourceDeclaration``): they are read here as written and
-expanded into tools when the catalog is built (``gateway.sources.select``). A YAML file whose top level has an
+expanded into tools when the catalog is built (``gateway.sources.select``); and ``prompts:`` and ``resources:``
+(``gateway.prompt_resource_definitions``), built with the catalog too. A YAML file whose top level has an
 ``openapi:`` or ``swagger:`` key is a document a source reads, not a definitions file: it is not parsed here.
 """
 
@@ -28,6 +29,7 @@ from .binding_kinds import SERVER_BINDINGS
 from .errors import Problem
 from .filedigests import FileDigests, FileRefused
 from .paths import outside_message, real_inside, unfollowable_message
+from .prompt_resource_definitions import KEYS, Declared, declared, repeated_keys
 from .schemas import definitions_validator
 from .settings import Settings
 from .tool_definition import Scope, SourceDeclaration, ToolDefinition
@@ -41,6 +43,8 @@ DEFAULT_LIMITS = YamlLimits.from_settings(Settings())
 SOURCE_KEYS = frozenset({"id", "include", "exclude", "prefix", "tools", "hidden", "toolsets", "tags", "timeout_s"})
 # A definitions file cannot have these top-level keys (the schema allows none but its own): an API document.
 _SCOPES = {scope.value: scope for scope in Scope}
+# Top-level keys besides `tools:` whose entries are read from the document itself, not from kept rows.
+_DECLARED_BESIDE = frozenset({"sources", "overrides", "prompts", "resources"})
 _API_DOCUMENT = re.compile(r"^[\"']?(openapi|swagger)[\"']?\s*:", re.MULTILINE)
 
 
@@ -67,6 +71,8 @@ class FileDefinitions:
     overrides: tuple[Override, ...] = ()
     sources: tuple[SourceDeclaration, ...] = ()  # the well-formed entries of `sources:`
     api_document: bool = False  # an OpenAPI document (read by a source), not a definitions file
+    prompts: tuple[Declared, ...] = ()  # the well-formed entries of `prompts:`
+    resources: tuple[Declared, ...] = ()  # and of `resources:`
 
     @property
     def buildable(self) -> tuple[ToolDefinition, ...]:
@@ -99,6 +105,14 @@ class Definitions:
         return [source for file in self.files for source in file.sources]
 
     @property
+    def prompts(self) -> list[Declared]:
+        return [prompt for file in self.files for prompt in file.prompts]
+
+    @property
+    def resources(self) -> list[Declared]:
+        return [resource for file in self.files for resource in file.resources]
+
+    @property
     def digest(self) -> str:
         return hashlib.sha256("".join(f.file + f.digest for f in self.files).encode()).hexdigest()
 
@@ -116,8 +130,8 @@ def parse_definitions(file: str, text: str, limits: YamlLimits = DEFAULT_LIMITS,
     problems: list[Problem] = []
     if kept is not None:
         document, rows = kept
-        if isinstance(document.data, dict) and rows is not None and "sources" not in document.data \
-                and "overrides" not in document.data:  # the common file: its tools made straight from their rows
+        if isinstance(document.data, dict) and rows is not None \
+                and not _DECLARED_BESIDE.intersection(document.data):  # the common file: tools made from rows
             return FileDefinitions(file, digest, tuple(_from_row(row, document) for row in rows), ())
     else:
         document, problems = parse_yaml(file, text, limits)
@@ -144,10 +158,21 @@ def parse_definitions(file: str, text: str, limits: YamlLimits = DEFAULT_LIMITS,
         if isinstance(raw, dict) and isinstance(raw.get("tool"), str)  # else the schema check reported it
     )
     sources = _sources(document, problems)
+    prompts, resources = (declared(document, section, _misshapen(document, section)) for section in KEYS)
     if store is not None and not trusted and not problems:
         keep_document(document, digest, limits, store, tuple(_row(tool) for tool in tools))
     problems.sort(key=lambda p: (p.line, p.column))
-    return FileDefinitions(file, digest, tuple(tools), tuple(problems), frozenset(broken), overrides, sources)
+    return FileDefinitions(file, digest, tuple(tools), tuple(problems), frozenset(broken), overrides, sources,
+                           prompts=prompts, resources=resources)
+
+
+def _misshapen(document: YamlDocument, section: str) -> set[int]:
+    """The indices of the entries of ``section`` the schema check reported a problem in."""
+    raw = document.data.get(section) if isinstance(document.data, dict) else None
+    if not isinstance(raw, list):
+        return set()
+    return {error.absolute_path[1] for error in definitions_validator().iter_errors({section: raw})
+            if len(error.absolute_path) >= 2}
 
 
 def _sources(document: YamlDocument, problems: list[Problem]) -> tuple[SourceDeclaration, ...]:
@@ -156,8 +181,7 @@ def _sources(document: YamlDocument, problems: list[Problem]) -> tuple[SourceDec
     if not isinstance(raw_sources, list):
         return ()
     # The schema check reported what is wrong in an entry; such an entry is not expanded (its kind would read it).
-    misshapen = {error.absolute_path[1] for error in definitions_validator().iter_errors({"sources": raw_sources})
-                 if len(error.absolute_path) >= 2}
+    misshapen = _misshapen(document, "sources")
     found: dict[str, SourceDeclaration] = {}
     for index, raw in enumerate(raw_sources):
         if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or index in misshapen:
@@ -411,5 +435,6 @@ def load_definitions(root: str | os.PathLike[str], cache: DefinitionsCache | Non
     repeats, repeated = cache.ids.update(files)
     problems += repeats
     problems += duplicate_sources(files)
+    problems += repeated_keys(entry for file in files for entry in (*file.prompts, *file.resources))
     problems += api_documents(files)
     return Definitions(root, tuple(files), tuple(problems), repeated)
