@@ -46,9 +46,13 @@ class Caller:
         return self.key is not None and self.key.admin
 
     def may_use(self, tool: Tool) -> bool:
+        return self.may_see(tool.definition.toolsets)
+
+    def may_see(self, toolsets: tuple[str, ...]) -> bool:
+        """Whether this caller may use what belongs to ``toolsets`` (a tool, a prompt, a resource)."""
         if not self.auth:
             return True
-        return self.key is not None and self.key.allows(tool.definition.toolsets)
+        return self.key is not None and self.key.allows(toolsets)
 
     def tool(self, catalog: Catalog, tool_id: str) -> Tool:
         """The tool ``tool_id`` if this caller may use it. Else ``UnknownTool``, exactly as for a missing tool and

@@ -21,6 +21,8 @@ only answers ``tools/list`` and ``tools/call`` from ``gateway.catalog`` and tell
   machinery; everything else goes to the SDK.
 - catalog changes: every 2025-11-25 session hears ``notifications/tools/list_changed`` on its GET stream, and
   every 2026-07-28 ``subscriptions/listen`` stream gets the same event from the subscription bus.
+- prompts, resources and completion (``Catalog.content``) are the SDK's to answer, with the handlers of
+  ``gateway.server.mcp_content``; the fast path stays tools-only.
 
 The SDK's server side (``gateway.server.mcp_sdk``) costs ~0.5 s of CPU to import, so it is imported in a thread
 when the app starts, and only a request that needs it waits for it: REST and the fast path serve at once.

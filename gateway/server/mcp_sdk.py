@@ -40,6 +40,8 @@ from starlette.types import Receive, Scope, Send
 from ..cluster import DEFAULT_HEARTBEAT_S
 from .auth import SCOPE_KEY
 from .mcp_channel import LogLevels, McpChannel
+from .mcp_content import CACHE_HINTS as CONTENT_CACHE_HINTS
+from .mcp_content import McpContent
 from .mcp_fast import CACHE_HINTS, JSON_RESPONSES, SERVER_NAME, SERVER_TITLE, ProtocolError, Surface
 from .mcp_sessions import SharedSessions
 
@@ -98,7 +100,7 @@ class _Transport(StreamableHTTPServerTransport):
 
 
 class _GatewayServer(Server[Any]):
-    """The low-level Server, advertising ``tools.listChanged`` to handshake-era clients too.
+    """The low-level Server, advertising ``listChanged`` (tools, prompts, resources) to handshake-era clients too.
 
     The streamable-HTTP manager builds each session's ``initialize`` result from
     ``create_initialization_options()`` without arguments, so the default is where the flag must be set.
@@ -108,7 +110,8 @@ class _GatewayServer(Server[Any]):
     def create_initialization_options(self, notification_options: NotificationOptions | None = None,
                                       experimental_capabilities: dict[str, dict[str, Any]] | None = None,
                                       extensions: dict[str, dict[str, Any]] | None = None) -> InitializationOptions:
-        return super().create_initialization_options(notification_options or NotificationOptions(tools_changed=True),
+        return super().create_initialization_options(notification_options or NotificationOptions(
+            tools_changed=True, prompts_changed=True, resources_changed=True),
                                                      experimental_capabilities, extensions)
 
 
@@ -120,6 +123,7 @@ class SdkServer:
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
         self.log_levels = LogLevels()
+        self.content = McpContent(surface.gateway, self.bus)
         with warnings.catch_warnings():  # logging is deprecated on 2026-07-28 only; 2025 clients still set levels
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             self.server = _GatewayServer(
@@ -130,11 +134,19 @@ class SdkServer:
                 on_call_tool=self.call_tool,
                 on_set_logging_level=self.set_logging_level,
                 on_subscriptions_listen=self.listen,
+                on_list_prompts=self.content.list_prompts,
+                on_get_prompt=self.content.get_prompt,
+                on_list_resources=self.content.list_resources,
+                on_list_resource_templates=self.content.list_resource_templates,
+                on_read_resource=self.content.read_resource,
+                on_subscribe_resource=self.content.subscribe,
+                on_unsubscribe_resource=self.content.unsubscribe,
+                on_completion=self.content.complete,
                 get_tool_input_schema=surface.input_schema,
                 # 2026-07-28 clients may cache listings: not across keys (each sees its toolsets), and never past a
                 # reload, which they hear about through subscriptions/listen.
                 cache_hints={method: CacheHint(ttl_ms=ttl, scope=scope)
-                             for method, (ttl, scope) in CACHE_HINTS.items()},
+                             for method, (ttl, scope) in {**CACHE_HINTS, **CONTENT_CACHE_HINTS}.items()},
             )
         if not surface.traced:  # see McpSurface.traced
             self.server.middleware = [m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
@@ -215,3 +227,4 @@ class SdkServer:
             for connection in list(self.connections):
                 group.start_soon(connection.send_tool_list_changed)  # best effort: never raises
         await self.bus.publish(ToolsListChanged())
+        await self.content.catalog_changed(self.connections)
