@@ -26,22 +26,8 @@ pytestmark = needs_node_modules(*INSTALLED)
 HERE = Path(__file__).resolve().parent
 CLIENT = HERE / "gateway_client.py"
 
-NO_RESOURCES = "the gateway serves no resources yet"
-NO_PROMPTS = "the gateway serves no prompts yet"
-SERVER_XFAIL = {
-    "completion-complete": "the gateway does not implement completion/complete",
-    "resources-list": NO_RESOURCES,
-    "resources-read-text": NO_RESOURCES,
-    "resources-read-binary": NO_RESOURCES,
-    "resources-templates-read": NO_RESOURCES,
-    "resources-subscribe": NO_RESOURCES,
-    "resources-unsubscribe": NO_RESOURCES,
-    "prompts-list": NO_PROMPTS,
-    "prompts-get-simple": NO_PROMPTS,
-    "prompts-get-with-args": NO_PROMPTS,
-    "prompts-get-embedded-resource": NO_PROMPTS,
-    "prompts-get-with-image": NO_PROMPTS,
-}
+# Every server scenario passes; one the gateway cannot pass yet goes here with the reason (xfail, strict).
+SERVER_XFAIL: dict[str, str] = {}
 NO_OAUTH = "identity issue 26: the gateway's upstream MCP client does no OAuth (discovery, registration, tokens)"
 # The suite checks that the client refuses to authorize with a server whose protected-resource metadata names
 # another resource: a client that never authorizes passes it.
