@@ -189,7 +189,7 @@ def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | 
     generated = expand_sources(definitions.sources, _source_env(definitions, settings, env))
     # Python modules are part of what the catalog serves: a change there is a new version.
     env.python_digest = cache.python_digest(env)
-    content = build_content(definitions, env)
+    content = build_content(definitions, env, generated.status)
     if per_file(definitions, plugins):
         return _build_per_file(definitions, settings, env, cache, generated, content)
     cache.file_builds = FileBuilds()  # what it held may not describe the files this build leaves behind
@@ -219,8 +219,9 @@ def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | 
     problems += filter_problems
     if problems:
         raise DefinitionsInvalid(sorted(problems, key=lambda p: (p.file, p.line, p.column)))
-    return Catalog(tools, version.hexdigest()[:16], definitions.root, settings, tuple(env.warnings), filters,
-                   tuple(p.plugin for p in plugins), env.events, generated.status, env.state, content=content)
+    return Catalog(tools, version.hexdigest()[:16], definitions.root, settings, (*env.warnings, *content.warnings),
+                   filters, tuple(p.plugin for p in plugins), env.events, generated.status, env.state,
+                   content=content)
 
 
 def _build_per_file(definitions: Definitions, settings: Settings, env: BuildEnv, cache: BuildCache,
@@ -239,7 +240,8 @@ def _build_per_file(definitions: Definitions, settings: Settings, env: BuildEnv,
     problems = [*built.problems, *problems, *content.problems]
     if problems:
         raise DefinitionsInvalid(sorted(problems, key=lambda p: (p.file, p.line, p.column)))
-    return Catalog(built.tools, version.hexdigest()[:16], definitions.root, settings, tuple(env.warnings),
+    return Catalog(built.tools, version.hexdigest()[:16], definitions.root, settings,
+                   (*env.warnings, *content.warnings),
                    FilterChains(built.chains), (), env.events, generated.status, env.state, parts=built.parts,
                    content=content)
 

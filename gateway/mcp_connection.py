@@ -32,7 +32,8 @@ import logging
 import threading
 import time
 import weakref
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import mcp_types
@@ -62,6 +63,10 @@ PING_INTERVAL_S = 10.0  # how often a 2025-11-25 session (no change stream to lo
 # again to find them: FastMCP 4 says listChanged false; listening anyway and reconnecting on the refusal cost
 # two reconnects a second, forever.
 RELIST_S = 60.0
+# What an upstream tells that makes the next build list it again: its tools, prompts or resources changed.
+LIST_CHANGES = (mcp_types.ToolListChangedNotification, mcp_types.PromptListChangedNotification,
+                mcp_types.ResourceListChangedNotification)
+T = TypeVar("T")
 
 
 class Pool(Protocol):
@@ -142,6 +147,17 @@ class Connection:
         client = await self._session()
         try:
             return await mcp_listing.list_tools(client, self._fast, self.config)
+        except MCPError as exc:
+            if self._lost(client, exc):
+                raise UpstreamUnavailable(f"{self.config.label}: {reason(exc)}") from None
+            raise
+
+    async def request(self, ask: Callable[[Client], Awaitable[T]]) -> T:
+        """``ask(client)`` on this session (a prompt, a resource: ``gateway.sources.mcp_content``), with the errors
+        of ``list_tools``."""
+        client = await self._session()
+        try:
+            return await ask(client)
         except MCPError as exc:
             if self._lost(client, exc):
                 raise UpstreamUnavailable(f"{self.config.label}: {reason(exc)}") from None
@@ -296,7 +312,7 @@ class Connection:
             self.error = await self._watch(client, relist=True)
         else:
             try:
-                async with client.listen(tools_list_changed=True) as subscription:
+                async with client.listen(tools_list_changed=True, **_content_changes(capabilities)) as subscription:
                     async for _event in subscription:
                         self._changed()
                 self.error = "its change stream ended"
@@ -363,7 +379,7 @@ class Connection:
         self.pool.changed(self)
 
     async def _notified(self, message: Any) -> None:
-        if isinstance(message, mcp_types.ToolListChangedNotification):
+        if isinstance(message, LIST_CHANGES):
             self._changed()
 
     async def aclose(self) -> None:
@@ -391,3 +407,9 @@ class Connection:
             self._owners.add(owner)
             self.holders += 1
         weakref.finalize(owner, self.pool.released, self)
+
+
+def _content_changes(capabilities: mcp_types.ServerCapabilities) -> dict[str, bool]:
+    """The listen flags for the prompts' and resources' changes the upstream said it tells (only those)."""
+    return {"prompts_list_changed": bool(capabilities.prompts and capabilities.prompts.list_changed),
+            "resources_list_changed": bool(capabilities.resources and capabilities.resources.list_changed)}

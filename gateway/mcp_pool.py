@@ -51,6 +51,11 @@ class McpPool:
             self._loop = asyncio.get_running_loop()
         return self._loop
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The loop sessions live on, once bound (None before: a build then uses a session of its own)."""
+        return self._loop
+
     def start(self, on_change: Callable[[], None]) -> None:
         """On the gateway's loop: tell ``on_change`` when an upstream's tools change, and connect every upstream
         a built tool holds (to hear of changes before the first call)."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .bindings import BindingProblems, BuildEnv
+from .context import CallContext
 from .prompt_resource_definitions import Declared
 from .resources import Resource, compile_text, read_confined, starting_with
 from .templates import OMIT, RenderError, Template
@@ -56,6 +57,10 @@ class Prompt:
         return self.definition.key
 
     @property
+    def toolsets(self) -> tuple[str, ...]:
+        return self.definition.toolsets
+
+    @property
     def arguments(self) -> list[Mapping[str, Any]]:
         return self.definition.raw.get("arguments") or []
 
@@ -85,6 +90,13 @@ class Prompt:
         result: dict[str, Any] = {"description": self.definition.raw["description"],
                                   "messages": [message.render(scope) for message in self.messages]}
         return result
+
+    async def answer(self, arguments: Mapping[str, str] | None, context: CallContext) -> dict[str, Any]:
+        """prompts/get, as every prompt answers it (an upstream's is forwarded: ``gateway.sources.mcp_content``)."""
+        return self.get(arguments)
+
+    async def completions(self, argument: str, value: str) -> list[str]:
+        return self.complete(argument, value)
 
     def complete(self, argument: str, value: str) -> list[str]:
         for declared in self.arguments:

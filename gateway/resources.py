@@ -51,6 +51,10 @@ class Resource:
         return self.definition.key
 
     @property
+    def toolsets(self) -> tuple[str, ...]:
+        return self.definition.toolsets
+
+    @property
     def subscribable(self) -> bool:
         return self.definition.raw.get("subscribe") is True
 
@@ -76,6 +80,9 @@ class Resource:
                 raise ResourceFailed(f"resource '{self.uri}': its text failed to render: {exc}") from None
             return [_contents(uri, self.mime_type, "" if rendered is OMIT else str(rendered))]
         return [_contents(uri, self.mime_type, self.content or "")]
+
+    async def completions(self, variable: str, value: str) -> list[str]:
+        return self.complete(variable, value)
 
     def complete(self, variable: str, value: str) -> list[str]:
         completions = self.definition.raw.get("completions") or {}

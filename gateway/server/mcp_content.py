@@ -11,6 +11,8 @@
   ``notifications/resources/updated`` to its subscribers (2026-07-28 listen streams get it from the bus).
 - ``completion/complete``: the declared values of a prompt argument or a resource template variable that start
   with what the client typed, at most 100.
+- An ``mcp`` source's prompts and resources (``gateway.sources.mcp_content``) answer through the same handlers:
+  get, read and complete are forwarded; the upstream's JSON-RPC errors come back as it sent them.
 - A reload that changes the prompts' or the resources' listing says ``list_changed`` for them, as for tools.
 """
 
@@ -28,6 +30,7 @@ from ..catalog import Catalog
 from ..catalog_content import Content
 from ..context import CallContext
 from ..errors import GatewayError
+from ..mcp_client import UpstreamUnavailable
 from ..prompts import PromptArgumentsInvalid, PromptFailed
 from ..resources import MAX_COMPLETIONS, ResourceFailed
 from .auth import SCOPE_KEY, Caller
@@ -56,51 +59,49 @@ class McpContent:
 
     async def list_prompts(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
         content, caller = self._content(ctx)
-        return {**COMPLETE, "prompts": [p.entry() for p in content.prompts.values() if caller.may_see(p.definition.toolsets)]}
+        return {**COMPLETE, "prompts": [p.entry() for p in content.prompts.values() if caller.may_see(p.toolsets)]}
 
     async def list_resources(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
         content, caller = self._content(ctx)
         return {**COMPLETE, "resources": [r.entry() for r in content.resources.values()
-                              if r.template is None and caller.may_see(r.definition.toolsets)]}
+                              if r.template is None and caller.may_see(r.toolsets)]}
 
     async def list_resource_templates(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
         content, caller = self._content(ctx)
         return {**COMPLETE, "resourceTemplates": [r.entry() for r in content.resources.values()
-                                      if r.template is not None and caller.may_see(r.definition.toolsets)]}
+                                      if r.template is not None and caller.may_see(r.toolsets)]}
 
     async def get_prompt(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
         content, caller = self._content(ctx)
         prompt = content.prompts.get(params.name)
-        if prompt is None or not caller.may_see(prompt.definition.toolsets):
-            known = [p.id for p in content.prompts.values() if caller.may_see(p.definition.toolsets)]
+        if prompt is None or not caller.may_see(prompt.toolsets):
+            known = [p.id for p in content.prompts.values() if caller.may_see(p.toolsets)]
             raise MCPError(INVALID_PARAMS, f"Unknown prompt '{params.name[:64]}' (prompts: "
                                            f"{', '.join(known[:20]) or 'none'}).")
         try:
-            return {**COMPLETE, **prompt.get(params.arguments)}
+            return {**COMPLETE, **await prompt.answer(params.arguments, _context(ctx, caller))}
         except PromptArgumentsInvalid as exc:
             raise MCPError(INVALID_PARAMS, f"{exc}.") from None
-        except PromptFailed as exc:
+        except (PromptFailed, UpstreamUnavailable) as exc:
             raise MCPError(INTERNAL_ERROR, f"prompt '{prompt.id}': {exc}") from None
 
     async def read_resource(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
         content, caller = self._content(ctx)
         uri = str(params.uri)
         found = content.resource_for(uri)
-        if found is None or not caller.may_see(found[0].definition.toolsets):
+        if found is None or not caller.may_see(found[0].toolsets):
             raise MCPError(RESOURCE_NOT_FOUND, f"Resource not found: {uri[:200]}", {"uri": uri[:200]})
         resource, variables = found
-        context = CallContext(user=caller.user(ctx.request.headers.get("x-user")), surface="mcp", caller=caller.name,
-                              tool_call_id=str(ctx.request_id))
         try:
-            return {**COMPLETE, "contents": await resource.read(uri, variables, context)}
-        except (ResourceFailed, GatewayError) as exc:
+            return {**COMPLETE, "contents": await resource.read(uri, variables, _context(ctx, caller))}
+        except (ResourceFailed, GatewayError, UpstreamUnavailable) as exc:
             raise MCPError(INTERNAL_ERROR, f"reading {uri[:200]} failed: {exc}") from None
 
     async def subscribe(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
         content, caller = self._content(ctx)
         uri = str(params.uri)
         resource = content.resources.get(uri)
-        if resource is None or resource.template is not None or not caller.may_see(resource.definition.toolsets):
+        if resource is None or resource.template is not None or not caller.may_see(resource.toolsets):
             raise MCPError(RESOURCE_NOT_FOUND, f"Resource not found: {uri[:200]}", {"uri": uri[:200]})
         if not resource.subscribable:
             raise MCPError(INVALID_PARAMS, f"Resource {uri[:200]} cannot be subscribed to (it is not declared "
@@ -124,14 +125,18 @@ class McpContent:
         ref, argument = params.ref, params.argument
         if ref.type == "ref/prompt":
             prompt = content.prompts.get(ref.name)
-            if prompt is None or not caller.may_see(prompt.definition.toolsets):
+            if prompt is None or not caller.may_see(prompt.toolsets):
                 raise MCPError(INVALID_PARAMS, f"Unknown prompt '{ref.name[:64]}'.")
-            values = prompt.complete(argument.name, argument.value)
+            completing = prompt.completions(argument.name, argument.value)
         else:
             resource = content.resources.get(ref.uri)
-            if resource is None or resource.template is None or not caller.may_see(resource.definition.toolsets):
+            if resource is None or resource.template is None or not caller.may_see(resource.toolsets):
                 raise MCPError(INVALID_PARAMS, f"Unknown resource template '{ref.uri[:200]}'.")
-            values = resource.complete(argument.name, argument.value)
+            completing = resource.completions(argument.name, argument.value)
+        try:
+            values = await completing
+        except UpstreamUnavailable as exc:
+            raise MCPError(INTERNAL_ERROR, str(exc)) from None
         return {**COMPLETE, "completion": {"values": values[:MAX_COMPLETIONS], "total": len(values),
                                "hasMore": len(values) > MAX_COMPLETIONS}}
 
@@ -159,5 +164,10 @@ class McpContent:
             await self.bus.publish(ResourceUpdated(uri))
 
 
+def _context(ctx: ServerRequestContext[Any], caller: Caller) -> CallContext:
+    return CallContext(user=caller.user(ctx.request.headers.get("x-user")), surface="mcp", caller=caller.name,
+                       tool_call_id=str(ctx.request_id))
+
+
 def _listing(entries: dict[str, Any]) -> list[Any]:
-    return [(entry.entry(), entry.definition.toolsets) for entry in entries.values()]
+    return [(entry.entry(), entry.toolsets) for entry in entries.values()]
