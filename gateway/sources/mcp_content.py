@@ -185,16 +185,22 @@ def _list_blocking(config: UpstreamConfig, pool: Any, most: int) -> Listed:
             future.cancel()
             raise UpstreamUnavailable(f"{config.label} did not list them within {timeout:g} s") from None
 
-    async def once() -> Listed:
+    async def once() -> Listed | UpstreamUnavailable:
         async with connected(config) as client:
-            return await _list(client, most)
+            try:
+                return await _list(client, most)
+            except UpstreamUnavailable as exc:  # a bound: returned, as the client's exit would wrap it in a group
+                return exc
 
     try:
-        return asyncio.run(asyncio.wait_for(once(), timeout))
+        listed = asyncio.run(asyncio.wait_for(once(), timeout))
     except (TimeoutError, MCPError):
         raise
     except Exception as exc:  # noqa: BLE001 — said in words naming the upstream
         raise UpstreamUnavailable(f"{config.label} is unreachable: {reason(exc)}") from None
+    if isinstance(listed, UpstreamUnavailable):
+        raise listed
+    return listed
 
 
 async def _list(client: Client, most: int) -> Listed:

@@ -121,3 +121,42 @@ async def test_an_upstreams_prompt_list_change_reaches_a_listening_client(tmp_pa
                 names = [p.name for p in (await client.list_prompts()).prompts]
                 assert names == ["fm_hello", "fm_grown"]
                 assert (await client.get_prompt("fm_grown")).messages[0].content.text == "I am grown"
+
+
+async def test_an_upstream_that_never_answers_a_get_or_a_read_blocks_nothing(tmp_path):
+    """prompts/get and resources/read of an upstream that never answers end in an error after its
+    connect_timeout_s, while other requests are answered; a template beyond level 1 is listed but matches no
+    read; more resources than source_max_tools are refused whole (a warning), its tools still served."""
+    with upstream("hostile_content_http.py", "1") as hostile, upstream("hostile_content_http.py", "5") as many:
+        root = tmp_path / "defs"
+        root.mkdir()
+        (root / "up.yaml").write_text(
+            f"sources:\n  - id: h\n    prefix: h_\n    mcp: {{url: '{hostile.url}', connect_timeout_s: 1}}\n"
+            f"  - id: m\n    prefix: m_\n    mcp: {{url: '{many.url}', connect_timeout_s: 1}}\n")
+        with gateway_serving(root, source_max_tools=3) as served:
+            warnings = [str(w) for w in served.gateway.catalog.warnings]
+            assert any("source 'm': its prompts and resources are not served: it lists more than 3 resources "
+                       "(source_max_tools)" in w for w in warnings), warnings
+            async with Client(f"{served.url}/mcp") as client:
+                assert [t.name for t in (await client.list_tools()).tools] == ["h_fine", "m_fine"]
+                assert [p.name for p in (await client.list_prompts()).prompts] == ["h_stuck"]
+                templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
+                assert templates == ["stuck://{a}{b}"]
+                outcomes: list[Any] = []
+
+                async def stuck(ask: Any) -> None:
+                    try:
+                        outcomes.append(await ask)
+                    except MCPError as exc:
+                        outcomes.append(exc)
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(stuck, client.get_prompt("h_stuck"))
+                    group.start_soon(stuck, client.read_resource("stuck://0"))
+                    # Meanwhile the gateway answers everything else.
+                    assert (await client.call_tool("h_fine", {})).content[0].text == "fine"
+                    assert [str(r.uri) for r in (await client.list_resources()).resources] == ["stuck://0"]
+                assert len(outcomes) == 2 and all(isinstance(o, MCPError) for o in outcomes), outcomes
+                with pytest.raises(MCPError) as caught:  # the ambiguous template matches nothing
+                    await client.read_resource("stuck://xy")
+                assert caught.value.error.code == -32002
