@@ -79,7 +79,7 @@ class Resource:
             except RenderError as exc:
                 raise ResourceFailed(f"resource '{self.uri}': its text failed to render: {exc}") from None
             return [_contents(uri, self.mime_type, "" if rendered is OMIT else str(rendered))]
-        return [_contents(uri, self.mime_type, self.content or "")]
+        return [_contents(uri, self.mime_type, self.content if self.content is not None else "")]
 
     async def completions(self, variable: str, value: str) -> list[str]:
         return self.complete(variable, value)

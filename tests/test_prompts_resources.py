@@ -157,3 +157,16 @@ def test_every_mistake_is_a_problem_at_its_node(write_definitions, tmp_path):
     for fragment in expected:
         assert any(problem.startswith(fragment) for problem in found), (fragment, found)
     assert "bad.yaml:17:77: 'nope' is not a variable of the uri (variables: id)" in found
+
+
+def test_an_http_resource_is_checked_as_an_http_tool_is(write_definitions):
+    """Its binding is the http binding, built as a tool's: a template reading what is not a uri variable is a
+    problem at its node."""
+    root = write_definitions({"h.yaml": """
+        resources:
+          - uri: "h://{id}"
+            name: h
+            binding: {http: {url: "https://example.com/{{ args.id }}/{{ args.nope }}"}}
+    """})
+    assert problems_of(root) == ["h.yaml:4:27: template reads argument 'nope', which is not in "
+                                 "input_schema.properties (declared: id)"]
