@@ -168,5 +168,5 @@ def test_an_http_resource_is_checked_as_an_http_tool_is(write_definitions):
             name: h
             binding: {http: {url: "https://example.com/{{ args.id }}/{{ args.nope }}"}}
     """})
-    assert problems_of(root) == ["h.yaml:4:27: template reads argument 'nope', which is not in "
-                                 "input_schema.properties (declared: id)"]
+    assert problems_of(root) == [("h.yaml:4:27: template reads argument 'nope', which is not in "
+                                  "input_schema.properties (declared: id)")]
