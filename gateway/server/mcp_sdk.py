@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -33,10 +33,11 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp_types import CallToolRequestParams, PaginatedRequestParams, SetLevelRequestParams
+from mcp_types import CallToolRequestParams, PaginatedRequestParams, ServerCapabilities, SetLevelRequestParams
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
+from ..catalog_content import EMPTY, Content
 from ..cluster import DEFAULT_HEARTBEAT_S
 from .auth import SCOPE_KEY
 from .mcp_channel import LogLevels, McpChannel
@@ -107,12 +108,29 @@ class _GatewayServer(Server[Any]):
     (2026-07-28 clients see it because ``subscriptions/listen`` is served.)
     """
 
+    served: Callable[[], Content] = staticmethod(lambda: EMPTY)  # the catalog's prompts and resources now
+
     def create_initialization_options(self, notification_options: NotificationOptions | None = None,
                                       experimental_capabilities: dict[str, dict[str, Any]] | None = None,
                                       extensions: dict[str, dict[str, Any]] | None = None) -> InitializationOptions:
         return super().create_initialization_options(notification_options or NotificationOptions(
             tools_changed=True, prompts_changed=True, resources_changed=True),
                                                      experimental_capabilities, extensions)
+
+    def get_capabilities(self, notification_options: NotificationOptions | None = None,
+                         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+                         extensions: dict[str, dict[str, Any]] | None = None, *,
+                         protocol_version: str | None = None) -> ServerCapabilities:
+        """The SDK's, declaring prompts, resources and completions only while the catalog serves some: asked per
+        ``initialize`` and per ``server/discover``, so a session opened after a reload that added the first prompt
+        is told (their handlers stay registered: a client asking anyway gets an empty list)."""
+        capabilities = super().get_capabilities(notification_options, experimental_capabilities, extensions,
+                                                protocol_version=protocol_version)
+        content = self.served()
+        unserved = {name: None for name, served in (("prompts", content.prompts), ("resources", content.resources),
+                                                    ("completions", content.prompts or content.resources))
+                    if not served}
+        return capabilities.model_copy(update=unserved) if unserved else capabilities
 
 
 class SdkServer:
@@ -148,6 +166,7 @@ class SdkServer:
                 cache_hints={method: CacheHint(ttl_ms=ttl, scope=scope)
                              for method, (ttl, scope) in {**CACHE_HINTS, **CONTENT_CACHE_HINTS}.items()},
             )
+        self.server.served = lambda: surface.gateway.catalog.content
         if not surface.traced:  # see McpSurface.traced
             self.server.middleware = [m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
         self.server.middleware.append(self.track_connection)

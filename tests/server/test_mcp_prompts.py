@@ -5,7 +5,6 @@ prompts/get, resources/read (text, blob, a template, an HTTP binding), completio
 from __future__ import annotations
 
 import base64
-from typing import Any
 
 import httpx
 import httpx2
@@ -149,5 +148,24 @@ async def test_a_key_sees_prompts_and_resources_of_its_toolsets_only(tmp_path, s
                 assert (await client.read_resource("test://ops")).contents[0].text == "ops only"
 
 
-def _texts(result: Any) -> list[str]:
-    return [message.content.text for message in result.messages]
+@pytest.mark.parametrize("mode", REVISIONS)
+async def test_capabilities_declare_only_what_is_served(tmp_path, start_server, mode):
+    """A gateway of tools alone declares no prompts, resources or completions; once a reload adds a prompt, a
+    client connecting then is told prompts (and completions), still no resources."""
+    root = tmp_path / "defs"
+    root.mkdir()
+    (root / "tools.yaml").write_text("tools: []\n")
+    served = start_server(root)
+    async with Client(f"{served.url}/mcp", mode=mode) as client:
+        capabilities = client.server_capabilities
+        assert capabilities.tools is not None
+        assert (capabilities.prompts, capabilities.resources, capabilities.completions) == (None, None, None)
+    (root / "prompts.yaml").write_text("prompts: [{id: p, description: d, messages: [{role: user, text: hi}]}]\n")
+    async with httpx.AsyncClient(timeout=30) as http:
+        reloaded = await http.post(f"{served.url}/admin/reload", auth=CONSOLE)
+    assert reloaded.json()["changed"] is True
+    async with Client(f"{served.url}/mcp", mode=mode) as client:
+        capabilities = client.server_capabilities
+        assert capabilities.prompts is not None and capabilities.completions is not None
+        assert capabilities.resources is None
+        assert [p.name for p in (await client.list_prompts()).prompts] == ["p"]
