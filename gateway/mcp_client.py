@@ -82,7 +82,8 @@ def reason(exc: BaseException) -> str:
     if isinstance(exc, httpx2.ConnectError):
         return "could not connect (is it running?)"
     if isinstance(exc, httpx2.TimeoutException | TimeoutError) or (
-            isinstance(exc, MCPError) and exc.error.code == mcp_types.REQUEST_TIMEOUT):  # the client gave up waiting
+            isinstance(exc, MCPError) and exc.error.code == mcp_types.REQUEST_TIMEOUT and not forgotten(exc)):
+        # the client gave up waiting (the TypeScript SDK's "Session not found" has that code too)
         return "it did not answer in time"
     if isinstance(exc, httpx2.HTTPError):
         return f"HTTP error: {type(exc).__name__}: {exc}"
@@ -95,12 +96,20 @@ def reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+# How each SDK's server answers a request on a session it does not know (it restarted, or expired it): the Python
+# SDK's HTTP 404, which its client reports as "Session terminated" (-32600) or as the server's own error ("Session
+# not found"); the TypeScript SDK's 404 "Session not found" (-32001) and, in server-everything and the SDK's older
+# examples, HTTP 400 "Bad Request: No valid session ID provided" (-32000, which the Python client also uses for a
+# closed connection: the words tell them apart).
+_FORGOTTEN_CODES = frozenset({mcp_types.INVALID_REQUEST, mcp_types.CONNECTION_CLOSED, mcp_types.REQUEST_TIMEOUT})
+_FORGOTTEN_WORDS = ("terminated", "not found", "expired", "invalid", "no valid session")
+
+
 def forgotten(exc: MCPError) -> bool:
-    """Whether the upstream refused a request for not knowing its session (it restarted, or expired it): HTTP
-    404, which the SDK reports as "Session terminated" or as the server's own error ("Session not found")."""
+    """Whether the upstream refused a request for not knowing its session (see ``_FORGOTTEN_WORDS``)."""
     message = exc.error.message.lower()
-    return exc.error.code == mcp_types.INVALID_REQUEST and "session" in message and any(
-        word in message for word in ("terminated", "not found", "expired", "invalid"))
+    return exc.error.code in _FORGOTTEN_CODES and "session" in message and any(
+        word in message for word in _FORGOTTEN_WORDS)
 
 
 async def all_tools(client: Client, config: UpstreamConfig) -> list[mcp_types.Tool]:

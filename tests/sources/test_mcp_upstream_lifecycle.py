@@ -111,6 +111,31 @@ def test_a_session_the_restarted_upstream_forgot_is_replaced_and_the_call_sent_a
         weather.kill()
 
 
+@pytest.mark.parametrize("fast", ["1", "0"], ids=["fast path", "sdk path"])
+def test_a_typescript_sdk_upstream_that_restarted_is_reconnected_and_the_call_sent_again(tmp_path, monkeypatch,
+                                                                                         fast):
+    """A TypeScript-SDK upstream (server-everything, the SDK's older examples) answers a session it does not know
+    with HTTP 400 "Bad Request: No valid session ID provided", not 404: restarted between two calls, the first call
+    after the restart still opens a new session and is sent again there, so it succeeds at the first try."""
+    monkeypatch.setattr("gateway.mcp_fastcall.ENABLED", fast == "1")
+    echo = Upstream("ts_sessions_http.py").start()
+    try:
+        root = tmp_path / "defs"
+        root.mkdir()
+        (root / "upstreams.yaml").write_text(sources_yaml(http_source("ts", echo.url)))
+        with gateway_serving(root) as served:
+            assert call(served.url, "echo", {"text": "before"})["text"] == "before"
+            connection = next(c for c in served.gateway.mcp_pool.connections() if c.state == "up")
+            first = connection.connected_at
+            echo.kill()
+            echo.start()
+            answer = call(served.url, "echo", {"text": "after"})
+            assert not answer["is_error"] and answer["text"] == "after", answer
+            assert connection.connected_at != first
+    finally:
+        echo.kill()
+
+
 def test_down_at_startup_serves_nothing_then_its_tools_appear(tmp_path):
     """An upstream down when the gateway starts (and never seen before) does not stop it: the source is reported
     down with no tools; once the upstream answers, its tools are served without a reload by hand."""
