@@ -42,6 +42,7 @@ from mcp_types import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
+    ErrorData,
     JSONRPCError,
     JSONRPCNotification,
     JSONRPCRequest,
@@ -168,13 +169,9 @@ class FastCall:
         content_type = response.headers.get("content-type", "").lower()
         if status >= 400:
             if content_type.startswith("application/json"):
-                try:
-                    parsed = jsonrpc_message_adapter.validate_json(await _read(response, MAX_ERROR_BYTES),
-                                                                   by_name=False)
-                except (ValidationError, MCPError):  # not a JSON-RPC error, or longer than one
-                    parsed = None
-                if isinstance(parsed, JSONRPCError):
-                    raise MCPError.from_error_data(parsed.error)
+                error = await _error_body(response)
+                if error is not None:
+                    raise MCPError.from_error_data(error)
             if status == 404:
                 if self.session.session_id is None:
                     raise MCPError(code=METHOD_NOT_FOUND, message="Not Found")
@@ -244,6 +241,16 @@ class FastCall:
                 pass
         except Exception as exc:  # noqa: BLE001 — best effort, like the SDK's courtesy writes
             log.debug("posting %s to %s failed: %r", message.get("method", "a reply"), self.shown, exc)
+
+
+async def _error_body(response: httpx2.Response) -> ErrorData | None:
+    """The JSON-RPC error an error status's body holds, if it holds one. Its id may be missing: server-everything
+    answers an unknown session with ``{"jsonrpc": "2.0", "error": {...}}`` (no id), which is no valid message."""
+    try:
+        data = json.loads(await _read(response, MAX_ERROR_BYTES))
+        return ErrorData.model_validate(data["error"]) if isinstance(data, dict) else None
+    except (ValueError, KeyError, TypeError, ValidationError, MCPError):  # not a JSON-RPC error, or longer than one
+        return None
 
 
 def _large_message(body: bytes) -> Any:
