@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx2
 import mcp_types
-from mcp import Client, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.session import _clamp_inbound_ttl, _later_revision_fields
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -181,6 +181,9 @@ class FastSession:
 
     def __init__(self, client: Client, session_id: str | None):
         self.client = client
+        # The ClientSession itself, not ``client.session``: once a reconnect has closed the client, that raises
+        # RuntimeError, and a call whose answer was on its way still needs the session's stamps and validators.
+        self.session = client.session
         self.session_id = session_id
         self.protocol_version = client.protocol_version
         self.modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
@@ -188,24 +191,32 @@ class FastSession:
     def stamp(self, message: dict[str, Any]) -> dict[str, str]:
         mcp_relay.stamp(message)
         options: dict[str, Any] = {}
-        self.client.session._stamp(message, options)
+        self.session._stamp(message, options)
         return options.get("headers", {})
 
     async def answer(self, request_id: Any, method: str, params: Any) -> dict[str, Any]:
-        return await self.client.session._on_request(_Inbound(request_id), method, params)
+        return await self.session._on_request(_Inbound(request_id), method, params)
 
     async def notified(self, method: str, params: Any) -> None:
-        await self.client.session._on_notify(_Inbound(None), method, params)
+        await self.session._on_notify(_Inbound(None), method, params)
 
 
-async def finish_call(client: Client, name: str, arguments: dict[str, Any], raw: dict[str, Any]
-                      ) -> mcp_types.CallToolResult:
-    """The result of a ``tools/call`` the fast path made, through the steps the SDK's own call takes after its
-    answer arrives (``ClientSession.send_request``, ``call_tool``, ``Client.call_tool``): the revision's result
-    check, the typed result, the tool's output schema, input-required rounds (sent by the SDK)."""
-    session = client.session
+def entered(client: Client) -> ClientSession | None:
+    """The client's session while it is entered; None once it has left its context (a reconnect closed it)."""
+    try:
+        return client.session
+    except RuntimeError:
+        return None
+
+
+async def finish_call(client: Client, session: ClientSession, name: str, arguments: dict[str, Any],
+                      raw: dict[str, Any]) -> mcp_types.CallToolResult:
+    """The result of a ``tools/call`` the fast path made on ``session`` (``client``'s, which a reconnect may have
+    closed since), through the steps the SDK's own call takes after its answer arrives
+    (``ClientSession.send_request``, ``call_tool``, ``Client.call_tool``): the revision's result check, the typed
+    result, the tool's output schema, input-required rounds (sent by the SDK)."""
     _clamp_inbound_ttl(raw)
-    version = client.protocol_version or "2025-11-25"
+    version = session.protocol_version or "2025-11-25"
     with contextlib.suppress(KeyError):
         wire_methods.validate_server_result("tools/call", version, raw)
     if not (foreign := _later_revision_fields("tools/call", version)).isdisjoint(raw):
@@ -220,5 +231,8 @@ async def finish_call(client: Client, name: str, arguments: dict[str, Any], raw:
         return await session.call_tool(name, arguments, read_timeout_seconds=CALL_READ_TIMEOUT_S,
                                        input_responses=responses, request_state=state, allow_input_required=True)
 
-    # An InputRequiredResult (our client claims no extension result shapes): the SDK's driver runs its rounds.
+    # An InputRequiredResult (our client claims no extension result shapes): the SDK's driver runs its rounds, on
+    # the client, so only while it is entered.
+    if entered(client) is not session:
+        raise MCPError(code=mcp_types.CONNECTION_CLOSED, message="Connection closed")
     return await client._drive_input_required(result, send)

@@ -47,6 +47,7 @@ from .mcp_client import (
     ListingTooLarge,
     UpstreamUnavailable,
     connected,
+    entered,
     fingerprint,
     finish_call,
     forgotten,
@@ -67,6 +68,10 @@ RELIST_S = 60.0
 LIST_CHANGES = (mcp_types.ToolListChangedNotification, mcp_types.PromptListChangedNotification,
                 mcp_types.ResourceListChangedNotification)
 T = TypeVar("T")
+
+
+class _Unsent(Exception):
+    """The session a call was given was closed (a reconnect) before the call was sent."""
 
 
 class Pool(Protocol):
@@ -113,15 +118,28 @@ class Connection:
         client = await self._session()
         try:
             return await self._call(client, name, arguments)
+        except _Unsent:  # a reconnect closed the session it was given before it was sent: the next one sends it
+            pass
         except MCPError as exc:
             if not self._lost(client, exc):
+                if client is not self._client:  # a reconnect closed the session under the call, which may have run
+                    raise UpstreamUnavailable(f"{self.config.label} is reconnecting: the session closed while the "
+                                              f"call ran ({exc.error.message}); try again") from None
                 raise
             if not forgotten(exc):  # the call may have run: never send it twice
                 raise UpstreamUnavailable(f"{self.config.label} closed the connection during the call") from None
-        client = await self._session()  # the upstream restarted and forgot the session, before running the call
-        return await self._call(client, name, arguments)
+        client = await self._session()  # a new session (the upstream restarted and forgot the old one, or a
+        try:  # reconnect replaced it), and the call has not run
+            return await self._call(client, name, arguments)
+        except _Unsent:
+            raise UpstreamUnavailable(f"{self.config.label} is reconnecting: its session was replaced twice before "
+                                      "the call could be sent; try again") from None
 
     async def _call(self, client: Client, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        # Checked and used with no await between: a session a reconnect closed meanwhile sends nothing.
+        session = entered(client)
+        if session is None:
+            raise _Unsent
         fast = self._fast
         if fast is None or not mcp_fastcall.ENABLED or fast.session.client is not client:
             return await client.call_tool(name, arguments, read_timeout_seconds=CALL_READ_TIMEOUT_S)
@@ -141,7 +159,7 @@ class Connection:
                 raw = await fast.call(name, arguments)
         except mcp_fastcall.Handover:
             return await client.call_tool(name, arguments, read_timeout_seconds=CALL_READ_TIMEOUT_S)
-        return await finish_call(client, name, arguments, raw)
+        return await finish_call(client, session, name, arguments, raw)
 
     async def list_tools(self) -> list[mcp_types.Tool]:
         client = await self._session()
