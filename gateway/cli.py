@@ -19,6 +19,7 @@ from pathlib import Path
 from .catalog import Catalog, build_catalog
 from .context import CallContext
 from .errors import DefinitionsInvalid, GatewayError, UnknownTool
+from .mcp_config import CREDENTIALS_REFUSED
 from .settings import Settings, load_settings
 from .sources import load_all
 
@@ -193,6 +194,14 @@ def _validate(args: argparse.Namespace) -> int:
     catalog = _catalog(args)
     for warning in catalog.warnings:
         print(warning, file=sys.stderr)
+    # A down upstream is a warning (it may be up when the gateway serves); one that refuses the credentials
+    # will refuse them then too.
+    refused = [source for source in catalog.sources if source.get("http_status") in CREDENTIALS_REFUSED]
+    for source in refused:
+        print(f"error: source '{source.get('id')}' refused the gateway's credentials (HTTP "
+              f"{source['http_status']}): check its headers", file=sys.stderr)
+    if refused:
+        return 1
     print(f"ok: {len(catalog.tools)} tool(s) in {catalog.root} (version {catalog.version})")
     return 0
 

@@ -32,6 +32,7 @@ from . import mcp_relay
 from . import secrets as secret_store
 from .argerrors import shape_problem
 from .mcp_config import UpstreamConfig
+from .mcp_refusals import STAND_INS, Heard, HttpRefused, Refusal
 
 SSE_READ_TIMEOUT_S = 300.0  # a listen or GET stream stays open this long without a byte (the SDK's default)
 CALL_READ_TIMEOUT_S = 3600.0  # the tool's own timeout (invoke) bounds a call; this only lifts the client's
@@ -39,7 +40,12 @@ MAX_PAGES = 100  # a paginator that never ends cannot hold a build
 
 
 class UpstreamUnavailable(Exception):
-    """The upstream cannot be reached now; the message names it and says why (never a secret)."""
+    """The upstream cannot be reached now; the message names it and says why (never a secret). ``refusal``: the
+    HTTP error status it answered, if that is why."""
+
+    def __init__(self, message: str, refusal: Refusal | None = None):
+        super().__init__(message)
+        self.refusal = refusal
 
 
 class ListingTooLarge(UpstreamUnavailable):
@@ -75,10 +81,32 @@ def listing_digest(dumped: Iterable[Any]) -> str:
     return digest.hexdigest()
 
 
-def reason(exc: BaseException) -> str:
-    """What went wrong, in words, from the first leaf of an exception group (the SDK's task groups wrap)."""
+def _leaf(exc: BaseException) -> BaseException:
+    """The first leaf of an exception group (the SDK's task groups wrap)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    return exc
+
+
+def refusal_of(exc: BaseException) -> Refusal | None:
+    """The HTTP error status behind ``exc``, unless it only said the session was forgotten (a restart)."""
+    exc = _leaf(exc)
+    return exc.refusal if isinstance(exc, HttpRefused) and not forgotten(exc) else None
+
+
+def unreachable(config: UpstreamConfig, exc: BaseException) -> UpstreamUnavailable:
+    """``exc`` (a failure to connect, list or call) as the ``UpstreamUnavailable`` naming the upstream."""
+    refused = refusal_of(exc)
+    if refused is not None:
+        return UpstreamUnavailable(f"{config.label} refused the gateway: {refused}", refused)
+    return UpstreamUnavailable(f"{config.label} is unreachable: {reason(exc)}")
+
+
+def reason(exc: BaseException) -> str:
+    """What went wrong, in words."""
+    exc = _leaf(exc)
+    if (refused := refusal_of(exc)) is not None:
+        return str(refused)
     if isinstance(exc, httpx2.ConnectError):
         return "could not connect (is it running?)"
     if isinstance(exc, httpx2.TimeoutException | TimeoutError) or (
@@ -150,10 +178,23 @@ async def connected(config: UpstreamConfig, on_message: Callable[[Any], Any] | N
             yield client
         return
     timeout = httpx2.Timeout(config.connect_timeout_s, read=SSE_READ_TIMEOUT_S)
-    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+    heard = Heard(headers.values())
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks={"response": [heard]}) as http:
         if on_http is not None:
             on_http(http)
-        async with Client(streamable_http_client(config.url, http_client=http), **common) as client:
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                client = await stack.enter_async_context(
+                    Client(streamable_http_client(config.url, http_client=http), **common))
+            except Exception as exc:
+                # The SDK says "Server returned an error response": the status it met says what happened.
+                leaf = _leaf(exc)
+                if heard.last is None or refusal_of(exc) is not None or not (
+                        heard.last.credentials or not isinstance(leaf, MCPError) or leaf.error.message in STAND_INS):
+                    raise  # nothing heard, or the upstream's own JSON-RPC error says what happened
+                code, message = ((leaf.error.code, leaf.error.message) if isinstance(leaf, MCPError)
+                                 else (mcp_types.INTERNAL_ERROR, str(leaf)))
+                raise HttpRefused(heard.last, code, message) from exc
             yield client
 
 
@@ -162,10 +203,12 @@ async def call_once(config: UpstreamConfig, name: str, arguments: dict[str, Any]
     try:
         async with connected(config) as client:
             return await client.call_tool(name, arguments, read_timeout_seconds=CALL_READ_TIMEOUT_S)
-    except MCPError:
-        raise
+    except MCPError as exc:
+        if refusal_of(exc) is None:
+            raise
+        raise unreachable(config, exc) from None
     except Exception as exc:  # noqa: BLE001 — said in words naming the upstream
-        raise UpstreamUnavailable(f"{config.label} is unreachable: {reason(exc)}") from None
+        raise unreachable(config, exc) from None
 
 
 @dataclass(frozen=True)

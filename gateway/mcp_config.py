@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from .settings import Settings
 
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
+# The HTTP statuses of an upstream refusing the gateway's credentials (the source's headers): `validate` fails on
+# them, where a down upstream is only a warning.
+CREDENTIALS_REFUSED = frozenset({401, 403})
 TEMPLATE_NAMES = frozenset({"secrets"})  # a connection has no call arguments or context to read
 
 

@@ -52,8 +52,11 @@ from .mcp_client import (
     finish_call,
     forgotten,
     reason,
+    refusal_of,
+    unreachable,
 )
 from .mcp_config import UpstreamConfig
+from .mcp_refusals import Refusal
 from .upstream import backoff
 
 log = logging.getLogger("gateway.mcp_pool")
@@ -95,6 +98,7 @@ class Connection:
         self.config = config
         self.state = "idle"  # idle (not started) | connecting | up | down | closed
         self.error: str | None = None
+        self.refusal: Refusal | None = None  # the HTTP error status the last attempt met, if that is why it failed
         self.connected_at: float | None = None
         self.listed: str | None = None  # fingerprint of the listing the last build read ("" when it read none)
         self.listen_refused = False  # the upstream refused a subscriptions/listen stream: not asked again
@@ -166,8 +170,8 @@ class Connection:
         try:
             return await mcp_listing.list_tools(client, self._fast, self.config)
         except MCPError as exc:
-            if self._lost(client, exc):
-                raise UpstreamUnavailable(f"{self.config.label}: {reason(exc)}") from None
+            if self._lost(client, exc) or refusal_of(exc) is not None:
+                raise unreachable(self.config, exc) from None
             raise
 
     async def request(self, ask: Callable[[Client], Awaitable[T]]) -> T:
@@ -200,7 +204,7 @@ class Connection:
         loop = asyncio.get_running_loop()
         if self.state == "down":
             if loop.time() - self._last_attempt < RETRY_ON_CALL_S:
-                raise UpstreamUnavailable(self._down_message())
+                raise self._down()
             self._wake.set()  # skip the rest of the backoff: this call waits for one attempt
             for _ in range(100):  # the task starts its next attempt (a new future) within a few loop steps
                 if self.state != "down":
@@ -215,10 +219,13 @@ class Connection:
             raise UpstreamUnavailable(f"{self.config.label} did not answer within "
                                       f"{self.config.connect_timeout_s:g} s (connect_timeout_s)") from None
         except UpstreamUnavailable:
-            raise UpstreamUnavailable(self._down_message()) from None
+            raise self._down() from None
 
-    def _down_message(self) -> str:
-        return f"{self.config.label} is unreachable: {self.error or 'not connected'}; the gateway keeps retrying"
+    def _down(self) -> UpstreamUnavailable:
+        if self.refusal is not None:
+            return UpstreamUnavailable(f"{self.config.label} refused the gateway: {self.refusal}", self.refusal)
+        return UpstreamUnavailable(f"{self.config.label} is unreachable: {self.error or 'not connected'}; the "
+                                   "gateway keeps retrying", None)
 
     def list_blocking(self, loop: asyncio.AbstractEventLoop | None, timeout: float) -> list[mcp_types.Tool]:
         """The upstream's tools, from a thread that is not the loop's (a build): through this session when the
@@ -275,7 +282,7 @@ class Connection:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 — any failure of the upstream is its state, told on calls
-                self.error = reason(exc)
+                self.error, self.refusal = reason(exc), refusal_of(exc)
                 log.info("%s: %s", self.config.label, self.error)
             finally:
                 if self._fast is not None:
@@ -306,7 +313,7 @@ class Connection:
             listed = await asyncio.to_thread(fingerprint, tools)
         except ListingTooLarge as exc:  # the build says so; the session stays (a reconnect would list it again)
             tools, listed = [], str(exc)
-        self._client, self.state, self.error, self.connected_at = client, "up", None, time.time()
+        self._client, self.state, self.error, self.refusal, self.connected_at = client, "up", None, None, time.time()
         if not attempt.done():
             attempt.set_result(client)
         log.info("%s connected (%s, %d tools)", self.config.label, client.protocol_version, len(tools))

@@ -51,6 +51,8 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
+from .mcp_config import CREDENTIALS_REFUSED
+from .mcp_refusals import HttpRefused, refusal
 from .mcp_wire import Wire, usable
 
 log = logging.getLogger("gateway.mcp_pool")
@@ -129,7 +131,7 @@ class FastCall:
                 request = self.http.build_request("POST", self.url, content=body, headers=headers)
                 response = await self.http.send(request, stream=True)
             try:
-                return await self._answer(response, request_id, limit)
+                return await self._answer(response, method, request_id, limit)
             finally:
                 await response.aclose()
         except asyncio.CancelledError:
@@ -156,7 +158,8 @@ class FastCall:
             headers["mcp-session-id"] = session.session_id
         return headers
 
-    async def _answer(self, response: httpx2.Response, request_id: int, limit: int) -> dict[str, Any]:
+    async def _answer(self, response: httpx2.Response, method: str, request_id: int, limit: int
+                      ) -> dict[str, Any]:
         status = response.status_code
         if 300 <= status < 400 and response.has_redirect_location:
             raise Handover
@@ -168,15 +171,17 @@ class FastCall:
                                                      "asked it not to be; not read")
         content_type = response.headers.get("content-type", "").lower()
         if status >= 400:
-            if content_type.startswith("application/json"):
-                error = await _error_body(response)
-                if error is not None:
-                    raise MCPError.from_error_data(error)
-            if status == 404:
-                if self.session.session_id is None:
-                    raise MCPError(code=METHOD_NOT_FOUND, message="Not Found")
-                raise MCPError(code=INVALID_REQUEST, message="Session terminated")
-            raise MCPError(code=INTERNAL_ERROR, message="Server returned an error response")
+            error = await _error_body(response) if content_type.startswith("application/json") else None
+            if error is not None and status not in CREDENTIALS_REFUSED:
+                raise MCPError.from_error_data(error)  # the upstream's own words say what happened
+            if error is None:
+                error = (ErrorData(code=INTERNAL_ERROR, message="Server returned an error response") if status != 404
+                         else ErrorData(code=METHOD_NOT_FOUND, message="Not Found") if self.session.session_id is None
+                         else ErrorData(code=INVALID_REQUEST, message="Session terminated"))
+            # The status, the request and the upstream's challenge, for words that say what happened (the secrets
+            # it may echo are the session's header values).
+            refused = refusal(response, method, self.http.headers.values())
+            raise HttpRefused(refused, error.code, error.message)
         if content_type.startswith("application/json"):
             body = await _read(response, limit)
             try:

@@ -30,12 +30,11 @@ from .mcp_client import (
     MAX_PAGES,
     FastSession,
     ListingTooLarge,
-    UpstreamUnavailable,
     all_tools,
     connected,
     counted,
-    reason,
     shaped,
+    unreachable,
 )
 from .mcp_config import UpstreamConfig
 
@@ -83,7 +82,7 @@ def list_once(config: UpstreamConfig, timeout: float) -> list[mcp_types.Tool]:
         except (TimeoutError, ListingTooLarge):
             raise
         except Exception as exc:  # noqa: BLE001 — said in words naming the upstream
-            raise UpstreamUnavailable(f"{config.label} is unreachable: {reason(exc)}") from None
+            raise unreachable(config, exc) from None
 
     return asyncio.run(bounded())
 

@@ -1,7 +1,8 @@
 """``tool-gateway status [--cluster]``: a running gateway's ``/status``, read by an operator.
 
 It asks the gateway the settings name (``--url`` to ask another: a replica, or the load balancer in front), with
-the admin key from ``TOOL_GATEWAY_ADMIN_KEY`` when set, and prints the catalog it serves, the shared state's
+the admin key from ``TOOL_GATEWAY_ADMIN_KEY`` when set, and prints the catalog it serves, each upstream source
+not served fresh (down or stale, with why: an HTTP status it refused the gateway with, say), the shared state's
 health and, with ``--cluster``, every live replica with its version (``/status``'s ``cluster``, from
 ``gateway.cluster.Replicas.view``). It is healthy (exit 0) unless the gateway is degraded or, with ``--cluster``,
 its replicas serve different catalog versions (exit 1).
@@ -49,6 +50,10 @@ def report(body: dict[str, Any], url: str, *, cluster: bool) -> tuple[list[str],
     summary = (f"gateway {url}: {body.get('status', '?')}, catalog {body.get('version')}, {body.get('tools')} "
                f"tool(s), last reload {reload}")
     lines = [summary]
+    for source in body.get("sources") or ():  # listed with a key (or auth off): an upstream not served fresh
+        if isinstance(source, dict) and source.get("health") not in (None, "ok"):
+            lines.append(f"source {source.get('id')} ({source.get('kind')}): {source.get('health')}: "
+                         f"{source.get('error') or 'no error given'}")
     view = body.get("cluster")
     if view is None:
         lines.append("cluster: this gateway's /status has no cluster view (an older version, or no admin key: "

@@ -9,7 +9,8 @@ What the upstream answers is passed through: its content blocks as they are (``g
 audio, resources; the text an LLM reads is theirs); ``structuredContent`` as the structured result when the tool
 has an output schema (checked against it by ``invoke``, served as MCP ``structuredContent``); ``isError`` as an
 error result with the upstream's own text. An upstream that cannot be reached, and a JSON-RPC error it answers,
-are error results naming it. Secrets of the connection are redacted from everything that comes back but base64
+are error results naming it; so is an HTTP error status it answered (401/403 with its ``WWW-Authenticate``
+error, 404, 5xx: ``gateway.mcp_refusals``), with the request it refused and what to do. Secrets of the connection are redacted from everything that comes back but base64
 data.
 """
 
@@ -29,7 +30,7 @@ from .. import secrets as secret_store
 from ..content import Content, rewritten, text_of
 from ..context import CallContext
 from ..errors import Problem, ToolError
-from ..mcp_client import UpstreamUnavailable, call_once
+from ..mcp_client import UpstreamUnavailable, call_once, refusal_of
 from ..mcp_config import UpstreamConfig, parse_config
 from ..mcp_relay import relaying
 from ..tool_definition import ToolDefinition
@@ -96,7 +97,11 @@ def answer(result: mcp_types.CallToolResult, structured: bool, tool_id: str) -> 
 
 def _failure(exc: MCPError) -> str:
     """What the upstream did, in words: a JSON-RPC error it answered, or an answer the client could not read
-    (the SDK reports that as a PARSE_ERROR of its own, with the validator's report: its first line says why)."""
+    (the SDK reports that as a PARSE_ERROR of its own, with the validator's report: its first line says why), or
+    an HTTP error status it answered (which request, the status, its challenge, what to do)."""
+    refused = refusal_of(exc)
+    if refused is not None:
+        return f"refused the gateway: {refused}"
     if exc.error.code != mcp_types.PARSE_ERROR or not exc.error.message.startswith(_UNREADABLE):
         return f"answered with an error: {exc.error.message}"
     why = _INVALID.search(exc.error.message)

@@ -70,7 +70,9 @@ def expand(declaration: SourceDeclaration, env: SourceEnv) -> Expansion:
     except ListingTooLarge as exc:  # refused, not cut to its first tools: which those are is the upstream's order
         return _last_known(declaration, config, str(exc), base, until="its listing is within the bound")
     except UpstreamUnavailable as exc:
-        return _last_known(declaration, config, str(exc), base)
+        # The HTTP status it refused the gateway with: `validate` fails on refused credentials (401, 403).
+        refused = {"http_status": exc.refusal.status} if exc.refusal is not None else {}
+        return _last_known(declaration, config, str(exc), {**base, **refused})
     raw = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed]
     text = listing_digest(raw)
     # Tool by tool, as listing_digest: a build's one long json.dumps would hold the loop that serves the calls.
