@@ -6,6 +6,8 @@
     env                 added to the spawned server's environment (values may name secrets)
     cwd                 its working directory
     connect_timeout_s   how long connecting and listing the tools may take (default 5 s)
+    reconnect_floor_s   the shortest wait between two attempts to connect (default 0.5 s)
+    reconnect_cap_s     the longest (default 30 s); see ``UpstreamConfig.reconnect_delay``
 
 An ``UpstreamConfig`` is the key of the pooled session (``gateway.mcp_pool``): the values as written, so a changed
 declaration is a new session and an unchanged one keeps its session across reloads. Secrets are resolved when a
@@ -14,6 +16,7 @@ connection is made, never stored here, and never part of a message.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,6 +29,8 @@ if TYPE_CHECKING:
     from .settings import Settings
 
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
+DEFAULT_RECONNECT_FLOOR_S = 0.5
+DEFAULT_RECONNECT_CAP_S = 30.0
 # The HTTP statuses of an upstream refusing the gateway's credentials (the source's headers): `validate` fails on
 # them, where a down upstream is only a warning.
 CREDENTIALS_REFUSED = frozenset({401, 403})
@@ -68,6 +73,16 @@ class UpstreamConfig:
     cwd: str | None = None
     connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
     relay: bool = True  # what it sends during a call goes to the calling client (gateway.mcp_relay)
+    reconnect_floor_s: float = DEFAULT_RECONNECT_FLOOR_S
+    reconnect_cap_s: float = DEFAULT_RECONNECT_CAP_S
+
+    def reconnect_delay(self, failures: int) -> float:
+        """The wait before the next attempt to connect after ``failures`` attempts in a row that failed, or whose
+        session did not stay up ``reconnect_cap_s``: the floor doubling up to the cap, drawn from its upper half
+        (jitter: gateways that lost one upstream together do not come back together), never under the floor. An
+        upstream that accepts a session and drops it at once is asked at most once per cap, not in a loop."""
+        wait = min(self.reconnect_floor_s * 2 ** min(max(failures - 1, 0), 30), self.reconnect_cap_s)
+        return max(self.reconnect_floor_s, wait * (0.5 + random.random() / 2))
 
     @property
     def transport(self) -> str:
@@ -129,7 +144,13 @@ def parse_config(source: str, spec: Mapping[str, Any], settings: Settings
         cwd=str(spec["cwd"]) if spec.get("cwd") is not None else None,
         connect_timeout_s=float(spec.get("connect_timeout_s", DEFAULT_CONNECT_TIMEOUT_S)),
         relay=spec.get("relay", True) is not False,
+        reconnect_floor_s=float(spec.get("reconnect_floor_s", DEFAULT_RECONNECT_FLOOR_S)),
+        reconnect_cap_s=float(spec.get("reconnect_cap_s", DEFAULT_RECONNECT_CAP_S)),
     )
+    if config.reconnect_floor_s > config.reconnect_cap_s:
+        longer = (f"reconnect_floor_s ({config.reconnect_floor_s:g}) is longer than reconnect_cap_s "
+                  f"({config.reconnect_cap_s:g})")
+        problems.append((("reconnect_floor_s",), longer))
     try:
         compiled = _compiled(config)
     except TemplateInvalid as exc:

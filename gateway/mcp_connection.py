@@ -4,9 +4,11 @@ one ``Connection`` per ``UpstreamConfig``).
 The task enters the official client (``mcp.Client``: streamable HTTP or a spawned stdio server, protocol
 negotiated with ``mode="auto"``), serves until the connection ends, and leaves the client in that same task (the
 SDK's task groups demand it). Calls are made from the callers' own tasks on the entered client. When the upstream
-drops, the task reconnects with capped exponential backoff; a call meanwhile fails at once, naming the upstream
-(or, when the last attempt is older than ``RETRY_ON_CALL_S``, wakes the task and waits for one attempt), so an
-upstream restarted mid-use heals by itself. A 2025-11-25 session the upstream no longer knows (it restarted:
+drops, the task reconnects with exponential backoff and jitter between the source's ``reconnect_floor_s`` and
+``reconnect_cap_s`` (``UpstreamConfig.reconnect_delay``), reset once a session stays up the cap; a call meanwhile
+fails at once, naming the upstream (or, when the last attempt is older than the floor, wakes the task and waits for
+one attempt), so an upstream restarted mid-use heals by itself, and one that drops every session is asked at most
+once per floor while called, once per cap while idle. A 2025-11-25 session the upstream no longer knows (it restarted:
 HTTP 404) is reconnected and the call, which the upstream refused without running it, is sent once more.
 
 A ``tools/call`` to a streamable-HTTP upstream is posted by the gateway itself on the session's HTTP client
@@ -57,11 +59,11 @@ from .mcp_client import (
 )
 from .mcp_config import UpstreamConfig
 from .mcp_refusals import Refusal
-from .upstream import backoff
 
 log = logging.getLogger("gateway.mcp_pool")
 
-RETRY_ON_CALL_S = 0.5  # a call to a down upstream tries to connect if no attempt was made for this long
+# Why a call fails while the backoff runs after sessions that did not last (a second one lost in a row).
+RECONNECTING = "it lost its session again soon after connecting"
 PING_INTERVAL_S = 10.0  # how often a 2025-11-25 session (no change stream to lose) is checked
 # How often an upstream that tells no list changes (no tools.listChanged, or a refused listen stream) is listed
 # again to find them: FastMCP 4 says listChanged false; listening anyway and reconnecting on the refusal cost
@@ -203,9 +205,9 @@ class Connection:
         assert self._attempt is not None and self._wake is not None
         loop = asyncio.get_running_loop()
         if self.state == "down":
-            if loop.time() - self._last_attempt < RETRY_ON_CALL_S:
+            if loop.time() - self._last_attempt < self.config.reconnect_floor_s:
                 raise self._down()
-            self._wake.set()  # skip the rest of the backoff: this call waits for one attempt
+            self._wake.set()  # skip the rest of the backoff (not the floor): this call waits for one attempt
             for _ in range(100):  # the task starts its next attempt (a new future) within a few loop steps
                 if self.state != "down":
                     break
@@ -224,6 +226,8 @@ class Connection:
     def _down(self) -> UpstreamUnavailable:
         if self.refusal is not None:
             return UpstreamUnavailable(f"{self.config.label} refused the gateway: {self.refusal}", self.refusal)
+        if self.error == RECONNECTING:
+            return UpstreamUnavailable(f"{self.config.label} is reconnecting: {self.error}; try again shortly")
         return UpstreamUnavailable(f"{self.config.label} is unreachable: {self.error or 'not connected'}; the "
                                    "gateway keeps retrying", None)
 
@@ -292,18 +296,29 @@ class Connection:
             if not attempt.done():
                 attempt.set_exception(UpstreamUnavailable(self.error))
                 attempt.exception()  # retrieved: no "never retrieved" warning when no call waited
-            if self._redo.is_set():  # a call found the session gone (the upstream restarted): a new one, now
+            # A session that stayed up the cap ends the run of failures: the next attempt is made now. One that
+            # did not (or no session) waits longer each time, so an upstream that drops every session is not
+            # asked in a loop.
+            healthy = was_up and time.time() - (self.connected_at or 0.0) >= self.config.reconnect_cap_s
+            failures = 0 if healthy else failures + 1
+            if self._redo.is_set():  # a call found the session gone (the upstream restarted, or dropped it)
                 self._redo.clear()
-                failures = 0
-                continue
+                if failures <= 1:  # a new one at once (never within the floor): the calls waiting for it get it
+                    await asyncio.sleep(max(0.0, self._last_attempt + self.config.reconnect_floor_s - loop.time()))
+                    continue
+                self.error = RECONNECTING
             self.state = "down"
+            pending = self._attempt
+            if pending is not None and not pending.done():  # calls waiting for a session hear why now, not later
+                pending.set_exception(UpstreamUnavailable(self.error))
+                pending.exception()
             if was_up:
                 self._changed()  # its tools are served stale now: /status says so
-            failures = 1 if was_up else failures + 1
             self._wake.clear()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(backoff(failures)):  # 0.5 s doubling to 8 s; not wait_for (see above)
-                    await self._wake.wait()
+            if failures:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.config.reconnect_delay(failures)):  # not wait_for (see above)
+                        await self._wake.wait()
 
     async def _serve(self, client: Client, beside: mcp_listing.Beside, attempt: asyncio.Future[Client]) -> None:
         assert self._redo is not None

@@ -5,6 +5,7 @@ not in a loop."""
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -13,6 +14,8 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 from mcp_upstreams import Upstream, gateway_serving, http_source, sources_yaml, until
+
+from gateway.mcp_config import ListingBounds, UpstreamConfig
 
 
 @pytest.fixture(autouse=True)
@@ -29,45 +32,84 @@ def definitions(tmp_path: Path, url: str, extra: str = "") -> Path:
 
 @pytest.mark.parametrize("args", [(), ("--legacy",)], ids=["2026-07-28", "2025-11-25"])
 def test_calls_during_reconnects_wait_for_the_new_session(tmp_path, args):
-    """The session is replaced over and over (as when a call finds it lost) while calls run on eight threads:
-    a call that lands during a reconnect waits for the new session and gets its answer; none meets the client
-    being closed (it failed as an internal error: the SDK's "Client must be used within an async context
-    manager")."""
+    """The session is replaced ten times (as when a call finds it lost) while calls run on eight threads: a call
+    that lands during a reconnect waits for the new session and gets its answer, or says the upstream is
+    reconnecting; none meets the client being closed (it failed as an internal error: the SDK's "Client must be
+    used within an async context manager")."""
     weather = Upstream("mcpserver_http.py", args).start()
     try:
-        with gateway_serving(definitions(tmp_path, weather.url)) as served:
+        root = definitions(tmp_path, weather.url, ", reconnect_floor_s: 0.05")
+        with gateway_serving(root) as served:
             pool = served.gateway.mcp_pool
             until(lambda: any(c.state == "up" for c in pool.connections()), "the upstream to connect")
             connection = next(c for c in pool.connections() if c.state == "up")
-            done = threading.Event()
+            replaced = threading.Event()
 
             def replace() -> None:  # what a call that finds the session lost does
                 if connection._client is not None:
                     connection._lost(connection._client, MCPError(CONNECTION_CLOSED, "Connection closed"))
 
-            def churn() -> int:
-                count = 0
-                while not done.is_set() and count < 200:
+            def churn() -> None:
+                for _ in range(10):
+                    until(lambda: connection.state == "up", "the new session")
+                    replaced.wait(0.1)
                     pool._loop.call_soon_threadsafe(replace)
-                    count += 1
-                    done.wait(0.02)
-                return count
+                replaced.set()
 
-            def call(n: int) -> dict:
-                return httpx.post(f"{served.url}/tools/echo/call", json={"text": f"call {n}"}, timeout=60).json()
+            def calls(thread: int) -> list[tuple[str, dict]]:
+                answers = []
+                while not replaced.is_set() and len(answers) < 2000:
+                    text = f"call {thread}.{len(answers)}"
+                    answers.append((text, httpx.post(f"{served.url}/tools/echo/call", json={"text": text},
+                                                     timeout=60).json()))
+                return answers
 
             with ThreadPoolExecutor(9) as threads:
-                replaced = threads.submit(churn)
-                answers = list(threads.map(call, range(120)))
-                done.set()
-                assert replaced.result() > 5  # the session was replaced while the calls ran
+                churned = threads.submit(churn)
+                answers = [a for found in threads.map(calls, range(8)) for a in found]
+                churned.result()
             # A call in flight on a 2025-11-25 session when it is closed is ended by the upstream (the session's
             # DELETE): it may have run, so it is not sent again, and it says so.
-            for n, answer in enumerate(answers):
-                assert answer["text"] == f"call {n}" or answer["is_error"] and (
+            for text, answer in answers:
+                assert answer["text"] == text or answer["is_error"] and (
                     "MCP server 'weather'" in answer["text"] and ("is reconnecting" in answer["text"] or
                                                                  "closed the connection during" in answer["text"])
                 ), answer
-            assert sum(not a["is_error"] for a in answers) > len(answers) // 2
+            assert sum(not a["is_error"] for _, a in answers) > len(answers) // 2
     finally:
         weather.kill()
+
+
+def test_an_upstream_that_drops_every_session_is_asked_at_most_once_per_floor(tmp_path):
+    """An upstream (the TypeScript SDK's way) that accepts a session, lists its tools, then drops the session:
+    called without pause for a window of seconds, the gateway asks it for a session at most once per
+    reconnect_floor_s (and a few more); without a floor every call asked twice (it reconnected at once when the
+    call found the session gone, and again when the resent call did), hundreds of times in the window. The calls
+    fail, saying so (the upstream keeps dropping the session)."""
+    dropping = Upstream("ts_sessions_http.py", ("--forget",)).start()
+    base = dropping.url.rpartition("/mcp")[0]
+    floor, window = 0.5, 3.0
+    try:
+        root = definitions(tmp_path, dropping.url, f", reconnect_floor_s: {floor}, reconnect_cap_s: 2")
+        with gateway_serving(root) as served, httpx.Client(timeout=30) as client:
+            until(lambda: "echo" in served.gateway.catalog.tools, "the upstream's tools")
+            before = client.get(f"{base}/seen").json()
+            calls, started = 0, time.monotonic()
+            while time.monotonic() - started < window:
+                answer = client.post(f"{served.url}/tools/echo/call", json={"text": "hi"}).json()
+                assert answer["is_error"] or answer["text"] == "hi", answer
+                calls += 1
+            after = client.get(f"{base}/seen").json()
+        sessions = after["initialize"] - before.get("initialize", 0)
+        assert sessions <= window / floor + 3, (sessions, calls)
+    finally:
+        dropping.kill()
+
+
+def test_reconnect_waits_double_from_the_floor_to_the_cap_with_jitter():
+    config = UpstreamConfig("up", ListingBounds(1, 1, 1), url="http://127.0.0.1:1/mcp", reconnect_floor_s=0.5,
+                            reconnect_cap_s=30.0)
+    for failures, longest in [(1, 0.5), (2, 1.0), (3, 2.0), (6, 16.0), (7, 30.0), (50, 30.0), (10_000, 30.0)]:
+        waits = [config.reconnect_delay(failures) for _ in range(200)]
+        assert all(max(0.5, longest / 2) <= wait <= longest for wait in waits), (failures, min(waits), max(waits))
+    assert len({config.reconnect_delay(7) for _ in range(20)}) > 1  # jitter: not all at once
