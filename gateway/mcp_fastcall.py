@@ -63,6 +63,13 @@ MAX_SSE_EVENT_BYTES = 1024 * 1024  # the SDK transport's own bound on one event 
 # event's bound, and far past what max_result_chars lets a tool's result keep.
 MAX_JSON_BYTES = 16 * MAX_SSE_EVENT_BYTES
 MAX_ERROR_BYTES = 65_536  # an error answer is read for its JSON-RPC error only
+# Resuming a call's event stream that closed before its answer (SEP-1699), as the SDK's transport does: its wait
+# when the stream gave no retry: delay, and its failed attempts in a row before giving up. An upstream's delay is
+# taken up to a minute, and a call's stream is resumed MAX_RESUMES times at most, whatever its deadline.
+DEFAULT_RETRY_MS = 1000
+MAX_RETRY_MS = 60_000
+MAX_RESUME_FAILURES = 2
+MAX_RESUMES = 100
 # A reply or notification whose answer the upstream holds back must not keep a pooled connection for the session's
 # read timeout (300 s): a hundred of them would fill the pool the session's own requests need.
 COURTESY_TIMEOUT = httpx2.Timeout(10.0)
@@ -195,8 +202,44 @@ class FastCall:
         raise MCPError(code=INVALID_REQUEST, message=f"Unexpected content type: {content_type}")
 
     async def _events(self, response: httpx2.Response, request_id: int) -> dict[str, Any]:
+        """The answer in the POST's event stream; a stream that closes before it (an upstream that frees its
+        connection, SEP-1699) is resumed as the SDK's transport resumes one: after the stream's ``retry:`` delay,
+        a GET with ``Last-Event-ID`` (two failed attempts in a row give up; each resumed stream that ends again
+        without the answer starts the count anew, up to ``MAX_RESUMES`` in all; the tool's deadline bounds
+        everything)."""
+        where = _Position()
+        found = await self._read(response, request_id, where)
+        failed = resumed = 0
+        while found is None:
+            if where.last_id is None:
+                raise MCPError(code=CONNECTION_CLOSED, message="SSE stream ended without a response")
+            if failed >= MAX_RESUME_FAILURES or resumed >= MAX_RESUMES:
+                raise MCPError(code=CONNECTION_CLOSED,
+                               message="SSE stream ended and reconnection attempts were exhausted")
+            await asyncio.sleep(min(where.retry_ms, MAX_RETRY_MS) / 1000)
+            resumed += 1
+            headers = {**self._headers(), "accept": "text/event-stream", "last-event-id": where.last_id}
+            try:
+                async with self.http.stream("GET", self.url, headers=headers) as again:
+                    if again.status_code != 200 or not again.headers.get("content-type", "").lower().startswith(
+                            "text/event-stream"):
+                        failed += 1
+                        continue
+                    failed = 0
+                    found = await self._read(again, request_id, where)
+            except httpx2.TransportError as exc:
+                log.debug("resuming a call's stream from %s failed: %r", self.shown, exc)
+                failed += 1
+        return found
+
+    async def _read(self, response: httpx2.Response, request_id: int, where: _Position) -> dict[str, Any] | None:
+        """The answer if this stream holds it, None if it ends (or breaks) first; ``where`` follows its event ids
+        and retry delay."""
         try:
             async for event in httpx2.EventSource(response, max_event_size=MAX_SSE_EVENT_BYTES):
+                where.last_id = event.id or where.last_id
+                if event.retry is not None:
+                    where.retry_ms = event.retry
                 if event.event != "message" or not event.data:
                     continue  # a priming event (an id for resuming, no message)
                 try:
@@ -212,7 +255,9 @@ class FastCall:
                     await self._reply(message)
         except httpx2.SSEError as exc:
             raise MCPError(code=CONNECTION_CLOSED, message=f"SSE stream failed: {exc}") from None
-        raise MCPError(code=CONNECTION_CLOSED, message="SSE stream ended without a response")
+        except httpx2.TransportError as exc:  # it broke rather than ended: resumable all the same
+            log.debug("a call's stream from %s broke: %r", self.shown, exc)
+        return None
 
     async def _reply(self, request: JSONRPCRequest) -> None:
         """Answer a server→client request met in the stream as the session answers one, on the session."""
@@ -256,6 +301,14 @@ async def _error_body(response: httpx2.Response) -> ErrorData | None:
         return ErrorData.model_validate(data["error"]) if isinstance(data, dict) else None
     except (ValueError, KeyError, TypeError, ValidationError, MCPError):  # not a JSON-RPC error, or longer than one
         return None
+
+
+class _Position:
+    """Where a call's event stream got to: its last event id (what a GET resumes from) and retry delay."""
+
+    def __init__(self) -> None:
+        self.last_id: str | None = None
+        self.retry_ms: float = DEFAULT_RETRY_MS
 
 
 def _large_message(body: bytes) -> Any:

@@ -32,10 +32,7 @@ NO_OAUTH = "identity issue 26: the gateway's upstream MCP client does no OAuth (
 # The suite checks that the client refuses to authorize with a server whose protected-resource metadata names
 # another resource: a client that never authorizes passes it.
 PASSES_WITHOUT_OAUTH = {"auth/resource-mismatch"}
-CLIENT_XFAIL = {
-    "sse-retry": "an upstream call whose SSE stream closes before its answer fails at once: no GET resumption "
-                 "with Last-Event-ID after the stream's retry delay (SEP-1699)",
-}
+CLIENT_XFAIL: dict[str, str] = {}  # besides OAuth (above), every client scenario passes
 
 SCENARIOS = scenarios()
 REVISIONS = sorted({revision for scenario in SCENARIOS["server"] for revision in scenario.revisions})
