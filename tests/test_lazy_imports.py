@@ -22,6 +22,8 @@ NOT_FOR_SERVING = (
     "mcp.client",  # the SDK's client side
     "gateway.mcp_client",
     "gateway.mcp_connection",
+    "gateway.mcp_watch",
+    "gateway.mcp_refusals",
     "gateway.sources.mcp",
     "gateway.bindings.mcp",
     "gateway.loop.providers",  # LLM provider clients: none is configured

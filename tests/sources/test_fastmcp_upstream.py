@@ -12,7 +12,7 @@ import httpx
 import pytest
 from mcp_upstreams import Upstream, gateway_serving, http_source, sources_yaml, upstream
 
-from gateway import mcp_connection
+from gateway import mcp_watch
 
 MODES = {"stateful-sse": (), "stateful-json": ("--json",), "stateless-sse": ("--stateless",),
          "stateless-json": ("--stateless", "--json")}
@@ -28,8 +28,8 @@ def fastmcp(request: pytest.FixtureRequest) -> Iterator[Upstream]:
 def quick_checks(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A ping every 0.2 s and a listing every 0.6 s, so that a few seconds of idling show the cadence."""
     monkeypatch.setenv("TOOL_GATEWAY_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setattr(mcp_connection, "PING_INTERVAL_S", 0.2)
-    monkeypatch.setattr(mcp_connection, "RELIST_S", 0.6)
+    monkeypatch.setattr(mcp_watch, "PING_INTERVAL_S", 0.2)
+    monkeypatch.setattr(mcp_watch, "RELIST_S", 0.6)
 
 
 def test_a_fastmcp_upstream_is_called_and_idles_on_its_keep_alive_only(tmp_path, fastmcp):
