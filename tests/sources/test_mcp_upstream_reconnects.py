@@ -4,6 +4,8 @@ not in a loop."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -113,3 +115,18 @@ def test_reconnect_waits_double_from_the_floor_to_the_cap_with_jitter():
         waits = [config.reconnect_delay(failures) for _ in range(200)]
         assert all(max(0.5, longest / 2) <= wait <= longest for wait in waits), (failures, min(waits), max(waits))
     assert len({config.reconnect_delay(7) for _ in range(20)}) > 1  # jitter: not all at once
+
+
+@pytest.mark.parametrize(("keys", "said"), [
+    ("reconnect_floor_s: 5, reconnect_cap_s: 1", "reconnect_floor_s (5) is longer than reconnect_cap_s (1)"),
+    ("reconnect_floor_s: 0", "reconnect_floor_s"),
+    ("reconnect_cap_s: 100000", "reconnect_cap_s"),
+])
+def test_reconnect_settings_out_of_bounds_are_problems_at_their_place(tmp_path, keys, said):
+    root = tmp_path / "defs"
+    root.mkdir()
+    (root / "upstreams.yaml").write_text(f"sources:\n  - id: weather\n    mcp: {{url: 'http://127.0.0.1:9/mcp', {keys}}}\n")
+    done = subprocess.run([sys.executable, "-m", "gateway", "validate", str(root)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "upstreams.yaml:3:" in done.stderr and said in done.stderr, done.stderr
