@@ -8,8 +8,10 @@ drops, the task reconnects with exponential backoff and jitter between the sourc
 ``reconnect_cap_s`` (``UpstreamConfig.reconnect_delay``), reset once a session stays up the cap; a call meanwhile
 fails at once, naming the upstream (or, when the last attempt is older than the floor, wakes the task and waits for
 one attempt), so an upstream restarted mid-use heals by itself, and one that drops every session is asked at most
-once per floor while called, once per cap while idle. A 2025-11-25 session the upstream no longer knows (it restarted:
-HTTP 404) is reconnected and the call, which the upstream refused without running it, is sent once more.
+once per floor while called, once per cap while idle. A session the upstream no longer knows (it restarted: the
+Python SDK's HTTP 404, the TypeScript SDK's 400) is reconnected and the call, which the upstream refused without
+running it, is sent once more. A call never meets a client a reconnect is closing: one given a session that closed
+before it was sent is sent on the next one.
 
 A ``tools/call`` to a streamable-HTTP upstream is posted by the gateway itself on the session's HTTP client
 (``gateway.mcp_fastcall``), and so is a ``tools/list`` (``gateway.mcp_listing``: within the source's bounds,
@@ -18,8 +20,9 @@ or listen stream, reconnects); a call's answer goes through the SDK's own result
 (``gateway.mcp_client.finish_call``).
 
 The upstream's ``tools/list_changed`` (a notification on 2025-11-25 sessions, a ``subscriptions/listen`` event
-on 2026-07-28 ones, or a periodic listing: ``gateway.mcp_watch``) tells the pool (``Pool.changed``); so does a reconnect whose listing differs from the one the
-last build read, and an upstream going down (``/status`` shows it stale).
+on 2026-07-28 ones, or a periodic listing: ``gateway.mcp_watch``) tells the pool (``Pool.changed``); so does a
+reconnect whose listing differs from the one the last build read, and an upstream going down (``/status`` shows it
+stale).
 
 This module is the one that imports the SDK's client side; the pool imports it when a definitions directory first
 declares an ``mcp:`` source, so a gateway without one never loads the SDK's client (importing it imports the

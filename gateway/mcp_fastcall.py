@@ -12,9 +12,12 @@ its answer read as the SDK's transport reads it:
   validator, so an answer the SDK could not read fails here with the SDK's words;
 - ``text/event-stream``: events until the response to this request's id, each at most the SDK's event size;
   notifications before it go to the session (``tools/list_changed`` included), a server→client request in the
-  stream is answered as the session answers one (its callbacks), posted back on the session;
-- HTTP statuses as the transport maps them (202, a JSON-RPC error body at 4xx, 404 with a session: the session
-  is forgotten, so the caller renews it and resends).
+  stream is answered as the session answers one (its callbacks), posted back on the session; a stream that closes
+  before the response is resumed with a GET and ``Last-Event-ID`` after its ``retry:`` delay (SEP-1699);
+- HTTP statuses as the transport maps them (202, a JSON-RPC error body at 4xx, even one without an id as
+  server-everything sends, 404 with a session: the session is forgotten, so the caller renews it and resends);
+  one whose body holds no JSON-RPC error, and 401/403 always, is ``HttpRefused``: the status, the request and
+  the upstream's challenge (``gateway.mcp_refusals``).
 
 A redirect is not followed: nothing ran, and the call goes to the SDK (``Handover``), whose origin rules apply.
 Cancelled (the tool's deadline), a 2025-11-25 session is told ``notifications/cancelled`` as the SDK tells it; on
