@@ -137,7 +137,7 @@ class AdminConsole:
             "last_reload": self.gateway.last_reload.as_dict(),
             "plugins": [{"name": p.name, "distribution": p.distribution, "version": p.version,
                          "tools": per_plugin.get(p.name, 0)} for p in catalog.plugins],
-            "sources": [],
+            "sources": list(catalog.sources),  # upstreams as /status shows them: health, why one is down or stale
         })
 
     async def tools(self, request: Request) -> Response:

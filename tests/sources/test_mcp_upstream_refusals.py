@@ -81,7 +81,7 @@ def test_validate_warns_of_a_down_upstream_and_exits_zero(tmp_path):
 
 
 def test_status_and_calls_say_the_upstream_refused_the_credentials(tmp_path, upstream):
-    """Refused at start-up: /status (what the console shows) and `tool-gateway status` say so. Accepted, then
+    """Refused at start-up: /status, the console's overview and `tool-gateway status` say so. Accepted, then
     refused mid-session (a revoked token): the call's error result says which request and what to do."""
     refuse(upstream, 401, **{"WWW-Authenticate": CHALLENGE})
     with gateway_serving(definitions(tmp_path, upstream.url)) as served:
@@ -91,6 +91,8 @@ def test_status_and_calls_say_the_upstream_refused_the_credentials(tmp_path, ups
         assert f"its initialize to {upstream.url} was answered HTTP 401 Unauthorized" in source["error"]
         lines, _ = report(body, served.url, cluster=False)
         assert any(line.startswith("source remote (mcp): down: ") and "HTTP 401" in line for line in lines), lines
+        console = httpx.get(f"{served.url}/admin/api/overview", timeout=10).json()  # loopback, auth off
+        assert [s["error"] for s in console["sources"]] == [source["error"]]
 
         refuse(upstream, None)
         until(lambda: "echo" in served.gateway.catalog.tools, "the upstream's tools once it accepts the gateway")
