@@ -17,6 +17,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 from mcp_upstreams import Upstream, gateway_serving, http_source, sources_yaml, until
 
+from gateway import mcp_watch
 from gateway.mcp_config import ListingBounds, UpstreamConfig
 
 
@@ -104,6 +105,29 @@ def test_an_upstream_that_drops_every_session_is_asked_at_most_once_per_floor(tm
             after = client.get(f"{base}/seen").json()
         sessions = after["initialize"] - before.get("initialize", 0)
         assert sessions <= window / floor + 3, (sessions, calls)
+    finally:
+        dropping.kill()
+
+
+def test_an_idle_gateway_backs_off_from_an_upstream_whose_sessions_do_not_last(tmp_path, monkeypatch):
+    """Idle (no call), each session the dropping upstream accepts is found lost by the next ping (every 0.1 s
+    here): the gateway waits longer after each, floor 0.25 s doubling to the cap, 4 s (6 sessions in the window
+    here). Before, a session that had been up reset the wait to its first step every time: a new session every
+    few tenths of a second, forever (21 in the window with that rule and these settings)."""
+    monkeypatch.setattr(mcp_watch, "PING_INTERVAL_S", 0.1)
+    dropping = Upstream("ts_sessions_http.py", ("--forget",)).start()
+    base = dropping.url.rpartition("/mcp")[0]
+    window = 8.0
+    try:
+        root = definitions(tmp_path, dropping.url, ", reconnect_floor_s: 0.25, reconnect_cap_s: 4")
+        with gateway_serving(root) as served, httpx.Client(timeout=30) as client:
+            until(lambda: "echo" in served.gateway.catalog.tools, "the upstream's tools")
+            before = client.get(f"{base}/seen").json()
+            time.sleep(window)  # idle: what the upstream receives meanwhile is counted, not timed
+            after = client.get(f"{base}/seen").json()
+        sessions = after["initialize"] - before.get("initialize", 0)
+        # 0.25 + 0.5 + 1 + 2 + 4 s of waits (each at least half its step) and the pings between them.
+        assert sessions <= 8, sessions
     finally:
         dropping.kill()
 
