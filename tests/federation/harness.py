@@ -1,0 +1,251 @@
+"""The federation under test: every upstream of ``matrix.PEERS`` that is installed, started side by side (an HTTP one
+behind a counting proxy, a stdio one behind ``stdio_counter.py``), answered once directly by the official ``mcp``
+client, and one gateway (served in this process) with each declared as a ``sources:`` entry."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+from counting_proxy import CountingProxy
+from matrix import CHECKS, PEERS, Peer, filled, prepare
+from mcp import Client, StdioServerParameters
+from support import RunningServer, free_port, running, until
+
+from gateway import mcp_connection
+
+STDIO_COUNTER = Path(__file__).resolve().parent / "stdio_counter.py"
+START_S = 60  # how long an upstream may take to listen: a bound on a loaded machine, not a measure
+# What this session's run found (recorded by the conftest and test_idle.py, read by the table and the summary):
+# check -> outcome per upstream key, the revision each settled on, what each was sent while the gateway idled.
+OUTCOMES: dict[str, dict[str, str]] = {}
+REVISIONS: dict[str, str] = {}
+IDLE: dict[str, list[str]] = {}
+
+
+def dumped(result: Any) -> dict[str, Any]:
+    """What the matrix compares of a tools/call result: its blocks, structuredContent and isError, as JSON."""
+    return {"content": [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content],
+            "structuredContent": result.structured_content, "isError": bool(result.is_error)}
+
+
+def listed(tool: Any) -> dict[str, Any]:
+    """What the matrix compares of a listed tool."""
+    return {"description": tool.description, "inputSchema": tool.input_schema, "outputSchema": tool.output_schema}
+
+
+@dataclass
+class Direct:
+    """An upstream as the official client sees it, straight: the revision it settled on, its tools, its answers."""
+
+    revision: str
+    tools: dict[str, dict[str, Any]]
+    answers: list[dict[str, Any]]
+
+
+@dataclass
+class Running:
+    """One started upstream."""
+
+    peer: Peer
+    values: dict[str, str]  # the placeholders: port, files, memory
+    log: Path
+    process: subprocess.Popen[bytes] | None = None  # an HTTP upstream (a stdio one is the gateway's child)
+    proxy: CountingProxy | None = None
+    direct: Direct | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def port(self) -> int:
+        return int(self.values["port"])
+
+    @property
+    def calls(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(tool, filled(arguments, **self.values)) for tool, arguments in self.peer.calls]
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {name: value.format(**self.values) for name, value in self.peer.env.items()}
+
+    def spawn(self) -> None:
+        with self.log.open("wb") as out:  # this start's output alone (the port taken, or why it failed)
+            self.process = subprocess.Popen(self.peer.argv(**self.values), stdout=out, stderr=subprocess.STDOUT,
+                                            env={**os.environ, **self.env})
+
+    def listening(self) -> bool:
+        assert self.process is not None
+        if self.process.poll() is not None and "address already in use" in self.log.read_text().lower():
+            # Another process (of this machine's other test runs) took the free port first: take another.
+            self.values["port"] = str(free_port())
+            self.spawn()
+            return False
+        assert self.process.poll() is None, f"{self.peer.key} exited at start:\n{self.log.read_text()[-3000:]}"
+        with socket.socket() as probe:
+            return probe.connect_ex(("127.0.0.1", self.port)) == 0
+
+    def wait_listening(self) -> None:
+        deadline = time.monotonic() + START_S
+        while not self.listening():
+            assert time.monotonic() < deadline, f"{self.peer.key} did not listen in {START_S} s"
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+
+    # What the upstream was sent through the gateway: counted by the proxy or by stdio_counter.py.
+    @property
+    def counter_log(self) -> Path:
+        return self.log.with_suffix(".sent")
+
+    def wrapped(self, log: Path) -> list[str]:
+        """The stdio upstream's command line behind ``stdio_counter.py`` writing to ``log``."""
+        return [sys.executable, str(STDIO_COUNTER), str(log), "--", *self.peer.argv(**self.values)]
+
+    def sent(self) -> list[str]:
+        if self.proxy is not None:
+            return [method or verb for verb, method in self.proxy.seen]
+        return self.counter_log.read_text().splitlines() if self.counter_log.exists() else []
+
+    def after_keep_alive(self) -> None:
+        """Return just after the gateway's next ping or listing of the upstream, or after a ping interval and a
+        half when it sends none (its session has a change stream instead)."""
+        assert self.proxy is not None
+        seen, deadline = len(self.proxy.seen), time.monotonic() + 1.5 * mcp_connection.PING_INTERVAL_S
+        while time.monotonic() < deadline:
+            if any(method in ("ping", "tools/list") for _, method in self.proxy.seen[seen:]):
+                return
+            time.sleep(0.05)
+
+    def restarted(self, served: RunningServer) -> dict[str, Any]:
+        """Kill the upstream (SIGKILL, as a crash), start it again and call it once through REST; the answer.
+
+        An HTTP upstream is started again on the same port and called as soon as it listens, its change stream
+        held open by the proxy meanwhile and its restart timed just after a keep-alive (when the gateway pings
+        it): what finds the restart out is the call alone, on the old session. A stdio upstream is spawned again
+        by the gateway, which sees its stdio close, and called once it is."""
+        connection = next(c for c in served.gateway.mcp_pool.connections() if c.config.source == self.peer.key)
+        if self.proxy is not None:
+            self.after_keep_alive()
+            self.proxy.holding = True
+            self.stop()
+            self.spawn()
+            self.wait_listening()
+        else:
+            before = connection.connected_at
+            for pid in Path(f"{self.counter_log}.pids").read_text().split():
+                with contextlib.suppress(ProcessLookupError):  # one that already ended
+                    os.kill(int(pid), signal.SIGKILL)
+            until(lambda: connection.state == "up" and connection.connected_at != before,
+                  f"the gateway to spawn {self.peer.key} again", timeout=START_S)
+        try:
+            tool, arguments = self.calls[0]
+            return httpx.post(f"{served.url}/tools/{self.peer.key}_{tool}/call", json=arguments, timeout=60).json()
+        finally:
+            if self.proxy is not None:
+                self.proxy.release()
+
+    def source(self) -> str:
+        """Its ``sources:`` entry."""
+        if self.proxy is not None:
+            target = f"url: '{self.proxy.url()}'"
+        else:
+            command, *args = self.wrapped(self.counter_log)
+            target = f"command: {json.dumps(command)}, args: {json.dumps(args)}, env: {json.dumps(self.env)}"
+        # connect_timeout_s: some twenty upstreams start at once on a shared CI machine.
+        return f"  - id: {self.peer.key}\n    prefix: {self.peer.key}_\n    mcp: {{{target}, connect_timeout_s: 60}}\n"
+
+    def parameters(self) -> str | StdioServerParameters:
+        if self.peer.http:
+            return f"http://127.0.0.1:{self.port}/mcp"
+        # Behind the counter too (its own log), for the upstream's stderr to go to a file rather than the test's.
+        command, *args = self.wrapped(self.log.with_suffix(".direct"))
+        return StdioServerParameters(command=command, args=args, env=self.env or None)
+
+    async def ask_directly(self) -> None:
+        """List and call it with the official client, straight (no proxy, no counter): what the gateway must
+        match."""
+        async with Client(self.parameters(), read_timeout_seconds=60) as client:
+            tools = {tool.name: listed(tool) for tool in (await client.list_tools()).tools}
+            answers = [dumped(await client.call_tool(tool, arguments)) for tool, arguments in self.calls]
+            self.direct = Direct(client.protocol_version, tools, answers)
+
+
+@dataclass
+class Federation:
+    upstreams: dict[str, Running]
+    served: RunningServer
+
+    @property
+    def url(self) -> str:
+        return self.served.url
+
+    def restart_all(self) -> dict[str, dict[str, Any] | str]:
+        """Every upstream restarted and called (``Running.restarted``), side by side: the answers, or what went
+        wrong."""
+        def restart(running: Running) -> dict[str, Any] | str:
+            try:
+                return running.restarted(self.served)
+            except Exception as error:  # noqa: BLE001 — that upstream's restart test fails saying so
+                return repr(error)
+
+        with ThreadPoolExecutor(len(self.upstreams) or 1) as pool:
+            answers = pool.map(restart, self.upstreams.values())
+            return dict(zip(self.upstreams, answers, strict=True))
+
+
+def start(directory: Path, wanted: list[Peer], stack: ExitStack) -> Federation:
+    """Start ``wanted`` side by side, ask each directly, then serve a gateway declaring them all."""
+    values = prepare(directory)
+    upstreams = {peer.key: Running(peer, {**values, "port": str(free_port())}, directory / f"{peer.key}.log")
+                 for peer in wanted}
+    http = [upstream for upstream in upstreams.values() if upstream.peer.http]
+    for upstream in http:
+        stack.callback(upstream.stop)
+        upstream.spawn()
+    for upstream in http:
+        upstream.wait_listening()
+        upstream.proxy = CountingProxy(upstream.port)
+        stack.callback(upstream.proxy.close)
+
+    async def ask(upstream: Running) -> None:
+        try:
+            await upstream.ask_directly()
+        except Exception as error:  # noqa: BLE001 — that upstream's tests fail saying so; the others go on
+            upstream.problems.append(f"asked directly: {error!r}")
+
+    async def ask_all() -> None:
+        async with anyio.create_task_group() as asking:
+            for upstream in upstreams.values():
+                asking.start_soon(ask, upstream)
+
+    anyio.run(ask_all)
+    definitions = directory / "defs"
+    definitions.mkdir()
+    (definitions / "sources.yaml").write_text(
+        "sources:\n" + "".join(upstream.source() for upstream in upstreams.values()))
+    served = stack.enter_context(running(definitions))
+    return Federation(upstreams, served)
+
+
+def rows() -> list[dict] | None:
+    """The table's rows, when every check of every upstream ran in this session (else None)."""
+    if any(len(OUTCOMES.get(peer.key, {})) < len(CHECKS) or peer.key not in REVISIONS for peer in PEERS):
+        return None
+    return [{"name": peer.name, "version": peer.version, "transport": peer.transport,
+             "revision": REVISIONS[peer.key], "checks": OUTCOMES[peer.key], "reasons": peer.expected_failures}
+            for peer in PEERS]
