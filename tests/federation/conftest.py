@@ -28,9 +28,9 @@ def federation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.Fed
 
 
 @pytest.fixture(scope="session")
-def restarts(federation: harness.Federation) -> dict[str, dict | str]:
-    """Every upstream restarted and called once (side by side: the restarts wait for keep-alives)."""
-    return federation.restart_all()
+def restarts(federation: harness.Federation, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict | str]:
+    """Every upstream restarted and called once (side by side, each through a gateway of its own)."""
+    return federation.restart_all(tmp_path_factory.mktemp("restarts"))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -57,9 +57,9 @@ class Requests:
 class CountingProxy:
     """Listening on a free port of 127.0.0.1 (``url``) until ``close``; ``seen`` lists the requests in order.
 
-    While ``holding``, a change stream the upstream ends stays open towards the gateway (until ``release``): an
-    upstream restarted meanwhile is then found out by the next request on its old session alone, the case the
-    restart test means to try, never by the stream's end (which would race with that request)."""
+    While ``holding``, a change stream the upstream ends stays open towards the gateway (until ``close``): an
+    upstream restarted meanwhile is then found out by the next request on its old session alone (the case the
+    restart test means to try), not by the stream's end, which would race with that request."""
 
     def __init__(self, upstream_port: int):
         self.upstream_port = upstream_port
@@ -100,7 +100,8 @@ class CountingProxy:
         try:
             upstream = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=5)
         except OSError:
-            client.close()  # refused: the gateway sees what it would see without the proxy
+            self.seen.append(("(refused)", None))  # the upstream is down: what the gateway tried is counted too
+            client.close()  # and it sees what it would see without the proxy
             return
         upstream.settimeout(None)
         requests = Requests(self.seen)

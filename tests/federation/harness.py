@@ -25,8 +25,6 @@ from matrix import CHECKS, PEERS, Peer, filled, prepare
 from mcp import Client, StdioServerParameters
 from support import RunningServer, free_port, running, until
 
-from gateway import mcp_connection
-
 STDIO_COUNTER = Path(__file__).resolve().parent / "stdio_counter.py"
 START_S = 60  # how long an upstream may take to listen: a bound on a loaded machine, not a measure
 # What this session's run found (recorded by the conftest and test_idle.py, read by the table and the summary):
@@ -34,6 +32,7 @@ START_S = 60  # how long an upstream may take to listen: a bound on a loaded mac
 OUTCOMES: dict[str, dict[str, str]] = {}
 REVISIONS: dict[str, str] = {}
 IDLE: dict[str, list[str]] = {}
+RESTART_TRIES = 3
 
 
 def dumped(result: Any) -> dict[str, Any]:
@@ -117,54 +116,67 @@ class Running:
         return [sys.executable, str(STDIO_COUNTER), str(log), "--", *self.peer.argv(**self.values)]
 
     def sent(self) -> list[str]:
+        """What the matrix's gateway sent the upstream."""
         if self.proxy is not None:
             return [method or verb for verb, method in self.proxy.seen]
         return self.counter_log.read_text().splitlines() if self.counter_log.exists() else []
 
-    def after_keep_alive(self) -> None:
-        """Return just after the gateway's next ping or listing of the upstream, or after a ping interval and a
-        half when it sends none (its session has a change stream instead)."""
-        assert self.proxy is not None
-        seen, deadline = len(self.proxy.seen), time.monotonic() + 1.5 * mcp_connection.PING_INTERVAL_S
-        while time.monotonic() < deadline:
-            if any(method in ("ping", "tools/list") for _, method in self.proxy.seen[seen:]):
-                return
-            time.sleep(0.05)
+    def restarted(self, directory: Path) -> dict[str, Any]:
+        """Through a gateway of its own (declaring this upstream alone, in ``directory``), freshly connected: kill
+        the upstream (SIGKILL, as a crash), start it again, call it once through REST; the answer.
 
-    def restarted(self, served: RunningServer) -> dict[str, Any]:
-        """Kill the upstream (SIGKILL, as a crash), start it again and call it once through REST; the answer.
+        An HTTP upstream is started again on the same port and called as soon as it listens: a session the restarted
+        server does not know must be renewed and the call sent again. A stdio upstream is spawned again by the
+        gateway, which sees its stdio close, and called once it is. Its own gateway, not the matrix's: another
+        upstream's restart (a rebuild, listing every source again) would tell the matrix's gateway of this one; and
+        a restart that the gateway heard of otherwise than by the call (a keep-alive sent meanwhile, on a loaded
+        machine) is done again, so that the outcome does not depend on the machine's speed: the proxy holds the
+        session's change stream open meanwhile, and the gateway must have sent the upstream nothing before the
+        call."""
+        (directory / "defs").mkdir(parents=True)
+        for _ in range(RESTART_TRIES):
+            proxy = CountingProxy(self.port) if self.proxy is not None else None
+            try:
+                answer, quiet = self._restart_once(directory, proxy)
+            finally:
+                if proxy is not None:
+                    proxy.close()
+            if quiet:
+                break
+        return answer
 
-        An HTTP upstream is started again on the same port and called as soon as it listens, its change stream
-        held open by the proxy meanwhile and its restart timed just after a keep-alive (when the gateway pings
-        it): what finds the restart out is the call alone, on the old session. A stdio upstream is spawned again
-        by the gateway, which sees its stdio close, and called once it is."""
-        connection = next(c for c in served.gateway.mcp_pool.connections() if c.config.source == self.peer.key)
+    def _restart_once(self, directory: Path, proxy: CountingProxy | None) -> tuple[dict[str, Any], bool]:
+        log = directory / "restart.sent"
+        (directory / "defs" / f"{self.peer.key}.yaml").write_text("sources:\n" + self.source(log, proxy))
+        tool, arguments = self.calls[0]
+        with running(directory / "defs") as served, httpx.Client(base_url=served.url, timeout=60) as http:
+            connection = served.gateway.mcp_pool.connections()[0]
+            until(lambda: connection.state == "up", f"a gateway connected to {self.peer.key}", timeout=START_S)
+            http.post(f"/tools/{self.peer.key}_{tool}/call", json=arguments)  # serving calls, as a gateway does
+            if proxy is not None:
+                before, proxy.holding = len(proxy.seen), True
+                self.stop()
+                self.spawn()
+                self.wait_listening()
+                quiet = len(proxy.seen) == before
+            else:
+                connected_at = connection.connected_at
+                for pid in Path(f"{log}.pids").read_text().split():
+                    with contextlib.suppress(ProcessLookupError):  # one that already ended
+                        os.kill(int(pid), signal.SIGKILL)
+                until(lambda: connection.state == "up" and connection.connected_at != connected_at,
+                      f"the gateway to spawn {self.peer.key} again", timeout=START_S)
+                quiet = True
+            answer = http.post(f"/tools/{self.peer.key}_{tool}/call", json=arguments)
+            return answer.json(), quiet
+
+    def source(self, log: Path | None = None, proxy: CountingProxy | None = None) -> str:
+        """Its ``sources:`` entry: an HTTP one through ``proxy`` (default its own), a stdio one counted to ``log``
+        (default ``counter_log``)."""
         if self.proxy is not None:
-            self.after_keep_alive()
-            self.proxy.holding = True
-            self.stop()
-            self.spawn()
-            self.wait_listening()
+            target = f"url: '{(proxy or self.proxy).url()}'"
         else:
-            before = connection.connected_at
-            for pid in Path(f"{self.counter_log}.pids").read_text().split():
-                with contextlib.suppress(ProcessLookupError):  # one that already ended
-                    os.kill(int(pid), signal.SIGKILL)
-            until(lambda: connection.state == "up" and connection.connected_at != before,
-                  f"the gateway to spawn {self.peer.key} again", timeout=START_S)
-        try:
-            tool, arguments = self.calls[0]
-            return httpx.post(f"{served.url}/tools/{self.peer.key}_{tool}/call", json=arguments, timeout=60).json()
-        finally:
-            if self.proxy is not None:
-                self.proxy.release()
-
-    def source(self) -> str:
-        """Its ``sources:`` entry."""
-        if self.proxy is not None:
-            target = f"url: '{self.proxy.url()}'"
-        else:
-            command, *args = self.wrapped(self.counter_log)
+            command, *args = self.wrapped(log or self.counter_log)
             target = f"command: {json.dumps(command)}, args: {json.dumps(args)}, env: {json.dumps(self.env)}"
         # connect_timeout_s: some twenty upstreams start at once on a shared CI machine.
         return f"  - id: {self.peer.key}\n    prefix: {self.peer.key}_\n    mcp: {{{target}, connect_timeout_s: 60}}\n"
@@ -194,12 +206,12 @@ class Federation:
     def url(self) -> str:
         return self.served.url
 
-    def restart_all(self) -> dict[str, dict[str, Any] | str]:
+    def restart_all(self, directory: Path) -> dict[str, dict[str, Any] | str]:
         """Every upstream restarted and called (``Running.restarted``), side by side: the answers, or what went
         wrong."""
         def restart(running: Running) -> dict[str, Any] | str:
             try:
-                return running.restarted(self.served)
+                return running.restarted(directory / running.peer.key)
             except Exception as error:  # noqa: BLE001 — that upstream's restart test fails saying so
                 return repr(error)
 
@@ -236,8 +248,10 @@ def start(directory: Path, wanted: list[Peer], stack: ExitStack) -> Federation:
     anyio.run(ask_all)
     definitions = directory / "defs"
     definitions.mkdir()
-    (definitions / "sources.yaml").write_text(
-        "sources:\n" + "".join(upstream.source() for upstream in upstreams.values()))
+    for key, upstream in upstreams.items():
+        # A file each: a rebuild for one upstream's change (a restart) lists that upstream again, not all of them,
+        # so that restarts side by side do not find one another out.
+        (definitions / f"{key}.yaml").write_text("sources:\n" + upstream.source())
     served = stack.enter_context(running(definitions))
     return Federation(upstreams, served)
 

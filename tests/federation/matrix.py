@@ -21,10 +21,12 @@ SDK_PACKAGE = NODE_MODULES / "@modelcontextprotocol"
 NODE = shutil.which("node") or "/usr/bin/node"
 # The checks each upstream goes through, in the README table's order.
 CHECKS = ("listed", "called", "content", "restart")
-# The TypeScript SDK answers a request on a session it does not know (it restarted) with HTTP 400 "No valid session
-# ID provided" (the Python SDK: 404); the gateway takes only the 404 for a lost session, so calls fail until its
-# reconnect (~6 s). Being fixed in gateway/mcp_connection.py (issue 24, "restart detection").
-TS_RESTART = "TypeScript SDK's 400 'No valid session ID provided' is not taken for a lost session (issue 24)"
+# TypeScript SDK servers answer a request on a session they do not know (they restarted) with HTTP 400 "No valid
+# session ID provided" (server-everything) or 404 with a JSON-RPC error -32001 "Session not found" (the SDK's
+# example); the gateway takes neither for a lost session (only the Python SDK's bare 404), so calls fail until it
+# reconnects. Being fixed in gateway/mcp_connection.py (issue 24, "restart detection").
+TS_RESTART = ("a restarted TypeScript SDK server's answer to the old session (400 'No valid session ID provided', "
+              "404 -32001 'Session not found') is not taken for a lost session (issue 24)")
 
 PYTHON_CALLS = (("add", {"a": 2, "b": 3}), ("hello", {"name": "matrix"}), ("picture", {"caption": "sunny"}),
                 ("refuse", {"reason": "no, thanks"}))
