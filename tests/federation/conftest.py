@@ -20,9 +20,13 @@ ORDER = ("test_matrix.py::test_listed", "test_matrix.py::test_called", "test_mat
 
 
 @pytest.fixture(scope="session")
-def federation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.Federation]:
+def federation(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.Federation]:
+    """The upstreams the session's tests ask for (all of them for a test that takes no ``peer``: the idle minute)."""
+    asked = [getattr(item, "callspec", None) and item.callspec.params.get("peer") for item in request.session.items
+             if "federation" in getattr(item, "fixturenames", ())]
+    wanted = PEERS if None in asked else [peer for peer in PEERS if peer in asked]
     with ExitStack() as stack:
-        running = harness.start(tmp_path_factory.mktemp("federation"), [p for p in PEERS if not p.missing], stack)
+        running = harness.start(tmp_path_factory.mktemp("federation"), [p for p in wanted if not p.missing], stack)
         REVISIONS.update({key: up.direct.revision for key, up in running.upstreams.items() if up.direct})
         yield running
 
