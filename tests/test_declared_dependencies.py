@@ -36,10 +36,15 @@ OWN = {"tool-gateway"}  # the test extra names the project's own extras
 WRITTEN_BY_TESTS = {"ftools"}  # a tool module tests/test_filters.py writes into its definitions directory
 
 
+# What the tests install into the repository: the npm packages (tests/clients/node_modules holds Python files of its
+# own, and directory names that would pass for local modules) and the federation matrix's Python frameworks, each
+# with its own dependencies (tests/federation/peers.py).
+INSTALLED = {"node_modules", ".peers"}
+
+
 def _ours(paths: Iterable[Path]) -> list[Path]:
-    """What the repository wrote of ``paths``: not the npm packages the tests install (tests/clients/node_modules
-    holds Python files of its own, and directory names that would pass for local modules)."""
-    return [p for p in paths if "node_modules" not in p.relative_to(ROOT).parts]
+    """What the repository wrote of ``paths``, not what the tests install (``INSTALLED``)."""
+    return [p for p in paths if not INSTALLED & set(p.relative_to(ROOT).parts)]
 
 
 def _local_modules() -> set[str]:

@@ -40,8 +40,13 @@ def missing() -> list[str]:
 
 def install(peer: str) -> None:
     # --target keeps its dependencies (mcp 1.x, pydantic…) beside it; --upgrade lets a half-finished try be redone.
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--upgrade",
-                    "--target", str(location(peer)), PEERS[peer]], check=True)
+    # pip's output is shown only when it fails: it compares the target with this environment and calls mcp 1.x
+    # there a conflict, which for a directory of its own it is not.
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                           "--upgrade", "--target", str(location(peer)), PEERS[peer]],
+                          check=False, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"pip could not install {PEERS[peer]}:\n{done.stdout}{done.stderr}")
 
 
 def main(argv: list[str]) -> int:
