@@ -1,6 +1,7 @@
 """The federation under test: every upstream of ``matrix.PEERS`` that is installed, started side by side (an HTTP one
 behind a counting proxy, a stdio one behind ``stdio_counter.py``), answered once directly by the official ``mcp``
-client, and one gateway (served in this process) with each declared as a ``sources:`` entry."""
+client, and one gateway (served in this process) with each declared as a ``sources:`` entry; and the restart of
+each, through a gateway of its own."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ START_S = 60  # how long an upstream may take to listen: a bound on a loaded mac
 OUTCOMES: dict[str, dict[str, str]] = {}
 REVISIONS: dict[str, str] = {}
 IDLE: dict[str, list[str]] = {}
-RESTART_TRIES = 3
+RESTART_TRIES = 3  # restarts the gateway heard of otherwise than by the call (a keep-alive meanwhile) before giving up
 
 
 def dumped(result: Any) -> dict[str, Any]:
@@ -249,8 +250,7 @@ def start(directory: Path, wanted: list[Peer], stack: ExitStack) -> Federation:
     definitions = directory / "defs"
     definitions.mkdir()
     for key, upstream in upstreams.items():
-        # A file each: a rebuild for one upstream's change (a restart) lists that upstream again, not all of them,
-        # so that restarts side by side do not find one another out.
+        # A file each, as an admin would keep them: a problem of one is reported at its own file.
         (definitions / f"{key}.yaml").write_text("sources:\n" + upstream.source())
     served = stack.enter_context(running(definitions))
     return Federation(upstreams, served)
