@@ -73,13 +73,17 @@ class ChangeWatch:
 
     async def _watch(self, client: Client, *, relist: bool) -> str:
         """Ping every ``PING_INTERVAL_S`` (and, ``relist``, list the tools every ``RELIST_S`` instead of that
-        ping, telling the pool when they changed) until the session stops answering; why it stopped."""
-        since_listing = 0.0
+        ping, telling the pool when they changed) until the session stops answering; why it stopped.
+
+        The first check is a listing either way: a 2025-11-25 server may change its tools right after the handshake,
+        before the session's GET stream is open, and its ``list_changed`` then goes nowhere (server-everything
+        registers its capability-dependent tools so: the gateway served 12 of its 16 tools for good)."""
+        since_listing, first = 0.0, True
         while True:
             await asyncio.sleep(PING_INTERVAL_S)
             since_listing += PING_INTERVAL_S
-            if relist and since_listing >= RELIST_S:
-                since_listing = 0.0
+            if first or (relist and since_listing >= RELIST_S):
+                since_listing, first = 0.0, False
                 try:
                     tools = await mcp_listing.list_tools(client, self._fast, self.config)
                 except ListingTooLarge:

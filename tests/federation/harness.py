@@ -192,7 +192,10 @@ class Running:
     async def ask_directly(self) -> None:
         """List and call it with the official client, straight (no proxy, no counter): what the gateway must
         match."""
-        async with Client(self.parameters(), read_timeout_seconds=60) as client:
+        # Declaring what the gateway's pooled session declares (it relays elicitation and sampling): some servers
+        # list tools by the client's capabilities (server-everything's trigger-elicitation-request, …).
+        async with Client(self.parameters(), read_timeout_seconds=60, elicitation_callback=_never_asked,
+                          sampling_callback=_never_asked) as client:
             tools = {tool.name: listed(tool) for tool in (await client.list_tools()).tools}
             answers = [dumped(await client.call_tool(tool, arguments)) for tool, arguments in self.calls]
             self.direct = Direct(client.protocol_version, tools, answers)
@@ -263,3 +266,8 @@ def rows() -> list[dict] | None:
     return [{"name": peer.name, "version": peer.version, "transport": peer.transport,
              "revision": REVISIONS[peer.key], "checks": OUTCOMES[peer.key], "reasons": peer.expected_failures}
             for peer in PEERS]
+
+
+async def _never_asked(context: Any, params: Any) -> Any:
+    """A capability declared for the listing to match the gateway's; the calls made never ask."""
+    raise AssertionError(f"the upstream asked the direct client: {params}")

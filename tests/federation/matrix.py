@@ -21,12 +21,6 @@ SDK_PACKAGE = NODE_MODULES / "@modelcontextprotocol"
 NODE = shutil.which("node") or "/usr/bin/node"
 # The checks each upstream goes through, in the README table's order.
 CHECKS = ("listed", "called", "content", "restart")
-# TypeScript SDK servers answer a request on a session they do not know (they restarted) with HTTP 400 "No valid
-# session ID provided" (server-everything) or 404 with a JSON-RPC error -32001 "Session not found" (the SDK's
-# example); the gateway takes neither for a lost session (only the Python SDK's bare 404), so calls fail until it
-# reconnects. Being fixed in gateway/mcp_connection.py (issue 24, "restart detection").
-TS_RESTART = ("a restarted TypeScript SDK server's answer to the old session (400 'No valid session ID provided', "
-              "404 -32001 'Session not found') is not taken for a lost session (issue 24)")
 
 PYTHON_CALLS = (("add", {"a": 2, "b": 3}), ("hello", {"name": "matrix"}), ("picture", {"caption": "sunny"}),
                 ("refuse", {"reason": "no, thanks"}))
@@ -116,13 +110,13 @@ def npm_peers() -> list[Peer]:
     return [
         npm("evio", "@modelcontextprotocol/server-everything", "stdio", "dist/index.js", ("stdio",), everything),
         npm("evhttp", "@modelcontextprotocol/server-everything", "HTTP stateful SSE", "dist/index.js",
-            ("streamableHttp",), everything, {"PORT": "{port}"}, {"restart": TS_RESTART}),
+            ("streamableHttp",), everything, {"PORT": "{port}"}),
         npm("fsio", "@modelcontextprotocol/server-filesystem", "stdio", "dist/index.js", ("{files}",), files),
         npm("memio", "@modelcontextprotocol/server-memory", "stdio", "dist/index.js", (), memory,
             {"MEMORY_FILE_PATH": "{memory}"}),
         npm("tshttp", "@modelcontextprotocol/sdk", "HTTP stateful SSE",
             "dist/esm/examples/server/simpleStreamableHttp.js", (), greet, {"MCP_PORT": "{port}"},
-            {"restart": TS_RESTART}, "TypeScript SDK example simpleStreamableHttp"),
+            None, "TypeScript SDK example simpleStreamableHttp"),
     ]
 
 

@@ -11,7 +11,7 @@ import time
 
 from harness import IDLE
 
-from gateway import mcp_connection
+from gateway import mcp_watch
 
 IDLE_S = 60
 
@@ -19,7 +19,7 @@ IDLE_S = 60
 def keep_alive_bound() -> int:
     """The most a minute may hold: every ping and every listing that fall in it (a window may catch one more of
     each than it spans)."""
-    return (math.floor(IDLE_S / mcp_connection.PING_INTERVAL_S) + 1) + (math.floor(IDLE_S / mcp_connection.RELIST_S)
+    return (math.floor(IDLE_S / mcp_watch.PING_INTERVAL_S) + 1) + (math.floor(IDLE_S / mcp_watch.RELIST_S)
                                                                         + 1)
 
 
