@@ -8,6 +8,7 @@
     connect_timeout_s   how long connecting and listing the tools may take (default 5 s)
     reconnect_floor_s   the shortest wait between two attempts to connect (default 0.5 s)
     reconnect_cap_s     the longest (default 30 s); see ``UpstreamConfig.reconnect_delay``
+    relist_s            how often an upstream that tells no list changes is listed again (default 60 s)
 
 An ``UpstreamConfig`` is the key of the pooled session (``gateway.mcp_pool``): the values as written, so a changed
 declaration is a new session and an unchanged one keeps its session across reloads. Secrets are resolved when a
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_RECONNECT_FLOOR_S = 0.5
 DEFAULT_RECONNECT_CAP_S = 30.0
+# How often an upstream that tells no list changes (no tools.listChanged, or a refused listen stream) is listed
+# again to find them: FastMCP 4 says listChanged false; listening anyway and reconnecting on the refusal cost
+# two reconnects a second, forever.
+DEFAULT_RELIST_S = 60.0
 # The HTTP statuses of an upstream refusing the gateway's credentials (the source's headers): `validate` fails on
 # them, where a down upstream is only a warning.
 CREDENTIALS_REFUSED = frozenset({401, 403})
@@ -75,6 +80,7 @@ class UpstreamConfig:
     relay: bool = True  # what it sends during a call goes to the calling client (gateway.mcp_relay)
     reconnect_floor_s: float = DEFAULT_RECONNECT_FLOOR_S
     reconnect_cap_s: float = DEFAULT_RECONNECT_CAP_S
+    relist_s: float = DEFAULT_RELIST_S
 
     def reconnect_delay(self, failures: int) -> float:
         """The wait before the next attempt to connect after ``failures`` attempts in a row that failed, or whose
@@ -146,6 +152,7 @@ def parse_config(source: str, spec: Mapping[str, Any], settings: Settings
         relay=spec.get("relay", True) is not False,
         reconnect_floor_s=float(spec.get("reconnect_floor_s", DEFAULT_RECONNECT_FLOOR_S)),
         reconnect_cap_s=float(spec.get("reconnect_cap_s", DEFAULT_RECONNECT_CAP_S)),
+        relist_s=float(spec.get("relist_s", DEFAULT_RELIST_S)),
     )
     if config.reconnect_floor_s > config.reconnect_cap_s:
         longer = (f"reconnect_floor_s ({config.reconnect_floor_s:g}) is longer than reconnect_cap_s "

@@ -3,7 +3,7 @@
 
 What the upstream declared decides it: a ``subscriptions/listen`` stream (2026-07-28) or notifications (2025-11-25)
 when it tells list changes (``tools.listChanged``), with a ping every ``PING_INTERVAL_S``; a listing every
-``RELIST_S`` instead when it does not, or refused the stream (remembered: never asked again on its reconnects).
+``relist_s`` (a source key) instead when it does not, or refused the stream (remembered: never asked again on its reconnects).
 Either way an idle gateway sends the upstream only these.
 """
 
@@ -26,10 +26,6 @@ from .mcp_config import UpstreamConfig
 log = logging.getLogger("gateway.mcp_pool")
 
 PING_INTERVAL_S = 10.0  # how often a 2025-11-25 session (no change stream to lose) is checked
-# How often an upstream that tells no list changes (no tools.listChanged, or a refused listen stream) is listed
-# again to find them: FastMCP 4 says listChanged false; listening anyway and reconnecting on the refusal cost
-# two reconnects a second, forever.
-RELIST_S = 60.0
 
 
 class ChangeWatch:
@@ -48,7 +44,7 @@ class ChangeWatch:
         restarted): reconnect; on 2025-11-25 as notifications (``_notified``), with a ping every
         ``PING_INTERVAL_S`` to find out whether the session still stands (the SDK gives up on a GET stream that
         broke without saying so). It does not tell them, or refused the stream while its session still answers
-        (remembered for this upstream, not asked again on reconnects): pings, and a listing every ``RELIST_S``."""
+        (remembered for this upstream, not asked again on reconnects): pings, and a listing every ``relist_s``."""
         capabilities = client.server_capabilities
         tells = bool(capabilities and capabilities.tools and capabilities.tools.list_changed)
         if not tells or self.listen_refused:
@@ -64,7 +60,7 @@ class ChangeWatch:
             except Exception as exc:  # noqa: BLE001 — refused, or lost: a ping tells which
                 if await self._answers(client):
                     log.info("%s refused a change stream (%s): its tools are listed again every %g s",
-                             self.config.label, reason(exc), RELIST_S)
+                             self.config.label, reason(exc), self.config.relist_s)
                     self.listen_refused = True
                     self.error = await self._watch(client, relist=True)
                 else:
@@ -72,7 +68,7 @@ class ChangeWatch:
         scope.cancel()
 
     async def _watch(self, client: Client, *, relist: bool) -> str:
-        """Ping every ``PING_INTERVAL_S`` (and, ``relist``, list the tools every ``RELIST_S`` instead of that
+        """Ping every ``PING_INTERVAL_S`` (and, ``relist``, list the tools every ``relist_s`` instead of that
         ping, telling the pool when they changed) until the session stops answering; why it stopped.
 
         The first check is a listing either way: a 2025-11-25 server may change its tools right after the handshake,
@@ -82,7 +78,7 @@ class ChangeWatch:
         while True:
             await asyncio.sleep(PING_INTERVAL_S)
             since_listing += PING_INTERVAL_S
-            if first or (relist and since_listing >= RELIST_S):
+            if first or (relist and since_listing >= self.config.relist_s):
                 since_listing, first = 0.0, False
                 try:
                     tools = await mcp_listing.list_tools(client, self._fast, self.config)

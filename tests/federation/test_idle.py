@@ -1,5 +1,5 @@
 """An idle gateway connected to every upstream of the matrix sends each, over a minute, at most its keep-alive: a
-ping every ``PING_INTERVAL_S`` and a listing every ``RELIST_S`` for an upstream with no change stream (FastMCP 4
+ping every ``PING_INTERVAL_S`` and a listing every ``relist_s`` (default ``DEFAULT_RELIST_S``) for an upstream with no change stream (FastMCP 4
 once got two reconnects a second, forever: issue 24), less for one that holds a stream open. Counted at the
 upstream's door: an HTTP counting proxy in front of each HTTP upstream, ``stdio_counter.py`` between the gateway
 and each stdio one. The counts per upstream are printed at the end of the run."""
@@ -11,7 +11,7 @@ import time
 
 from harness import IDLE
 
-from gateway import mcp_watch
+from gateway import mcp_config, mcp_watch
 
 IDLE_S = 60
 
@@ -19,7 +19,7 @@ IDLE_S = 60
 def keep_alive_bound() -> int:
     """The most a minute may hold: every ping and every listing that fall in it (a window may catch one more of
     each than it spans)."""
-    return (math.floor(IDLE_S / mcp_watch.PING_INTERVAL_S) + 1) + (math.floor(IDLE_S / mcp_watch.RELIST_S)
+    return (math.floor(IDLE_S / mcp_watch.PING_INTERVAL_S) + 1) + (math.floor(IDLE_S / mcp_config.DEFAULT_RELIST_S)
                                                                         + 1)
 
 

@@ -26,10 +26,10 @@ def fastmcp(request: pytest.FixtureRequest) -> Iterator[Upstream]:
 
 @pytest.fixture(autouse=True)
 def quick_checks(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A ping every 0.2 s and a listing every 0.6 s, so that a few seconds of idling show the cadence."""
+    """A ping every 0.2 s (and a listing every 0.6 s: the sources' relist_s), so that a few seconds of idling show
+    the cadence."""
     monkeypatch.setenv("TOOL_GATEWAY_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setattr(mcp_watch, "PING_INTERVAL_S", 0.2)
-    monkeypatch.setattr(mcp_watch, "RELIST_S", 0.6)
 
 
 def test_a_fastmcp_upstream_is_called_and_idles_on_its_keep_alive_only(tmp_path, fastmcp):
@@ -37,7 +37,7 @@ def test_a_fastmcp_upstream_is_called_and_idles_on_its_keep_alive_only(tmp_path,
     never another initialize nor a second refused listen."""
     root = tmp_path / "defs"
     root.mkdir()
-    (root / "up.yaml").write_text(sources_yaml(http_source("fm", fastmcp.url)))
+    (root / "up.yaml").write_text(sources_yaml(http_source("fm", fastmcp.url, ", relist_s: 0.6")))
     with gateway_serving(root) as served, httpx.Client(base_url=served.url, timeout=30) as http:
         answers = [http.post("/tools/add/call", json={"a": n, "b": 1}).json() for n in range(20)]
         said = http.post("/tools/hello/call", json={"name": "fm"}).json()

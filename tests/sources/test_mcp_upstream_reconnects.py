@@ -145,6 +145,7 @@ def test_reconnect_waits_double_from_the_floor_to_the_cap_with_jitter():
     ("reconnect_floor_s: 5, reconnect_cap_s: 1", "reconnect_floor_s (5) is longer than reconnect_cap_s (1)"),
     ("reconnect_floor_s: 0", "reconnect_floor_s"),
     ("reconnect_cap_s: 100000", "reconnect_cap_s"),
+    ("relist_s: 0.1", "relist_s"),
 ])
 def test_reconnect_settings_out_of_bounds_are_problems_at_their_place(tmp_path, keys, said):
     root = tmp_path / "defs"
