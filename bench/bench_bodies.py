@@ -14,7 +14,7 @@ import json
 import time
 import timeit
 
-from gateway.server.bodies import parse_json
+from gateway.server.http.bodies import parse_json
 
 BODIES = {
     "call {a, b}": b'{"a": 1, "b": 2}',

@@ -33,11 +33,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from gateway.bindings import BuildEnv
-from gateway.catalog import build_catalog
-from gateway.definitions import load_definitions
+from gateway.catalog.build import build_catalog
+from gateway.definitions.load import load_definitions
 from gateway.invoke import invoke
 from gateway.settings import Settings
-from gateway.upstream import new_client
+from gateway.upstream.http import new_client
 
 READING = {"station_id": "valencia", "temperature_c": 21.5, "conditions": ["sunny"], "note": None}
 CASES = {

@@ -23,8 +23,8 @@ import json, resource, sys, time
 from pathlib import Path
 root = Path(sys.argv[1]); stage = sys.argv[2]
 import yaml
-from gateway.catalog import build_catalog
-from gateway.definitions import load_definitions
+from gateway.catalog.build import build_catalog
+from gateway.definitions.load import load_definitions
 from gateway.settings import Settings
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 started = time.perf_counter()

@@ -1,6 +1,6 @@
 """The latency the gateway adds to a tool of an upstream MCP server: the same official ``mcp`` client calls the
 upstream's tool directly, and through the gateway (``sources: [{mcp: {url}}]``, our ``/mcp`` → pooled session →
-upstream), with the gateway's own ``tools/call`` post (``gateway.mcp_fastcall``) and with the SDK's client call
+upstream), with the gateway's own ``tools/call`` post (``gateway.upstream.mcp.fastcall``) and with the SDK's client call
 (``TOOL_GATEWAY_MCP_UPSTREAM_FAST=0``), interleaved call by call in one run.
 
     python bench/bench_mcp_upstream.py [--calls 500]

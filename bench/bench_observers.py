@@ -26,9 +26,9 @@ from gateway import secrets
 from gateway.context import CallContext
 from gateway.events import CallActivity
 from gateway.invoke import invoke
-from gateway.logs import configure_logging
 from gateway.observe import audit, calllog, live, metrics, slo
-from gateway.runtime import Gateway
+from gateway.observe.logs import configure_logging
+from gateway.runtime.gateway import Gateway
 from gateway.settings import Settings
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "tool-definitions"

@@ -3,7 +3,7 @@
     python bench/bench_offer_regex.py
 
 The baseline is F11: ``(a+)+$`` under ``re`` on messages of a's ending in '!' (each character doubles the
-time; stopped at 24 characters). Then ``gateway.offer_rules`` on the same pattern over a message of
+time; stopped at 24 characters). Then ``gateway.definitions.offer_rules`` on the same pattern over a message of
 ``MAX_MATCHED_CHARS``, and on the slowest patterns found that still pass ``MAX_PROGRAM_SIZE`` (a counted
 repetition of any character keeps one state alive per repeat), over the longest text a rule sees. Each figure
 is the median of 5 searches in this process.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gateway.offer_rules import MAX_MATCHED_CHARS, MAX_PROGRAM_SIZE, compile_pattern, rule_holds
+from gateway.definitions.offer_rules import MAX_MATCHED_CHARS, MAX_PROGRAM_SIZE, compile_pattern, rule_holds
 
 
 def median_ms(search, text: str, rounds: int = 5) -> float:
@@ -49,7 +49,7 @@ def main() -> None:
     catastrophic = re.compile(r"(a+)+$")
     for length in (18, 20, 22, 24):
         print(f"  {length:>6} chars  {median_ms(catastrophic.search, 'a' * (length - 1) + '!', rounds=1):10.1f} ms")
-    print(f"RE2 (gateway.offer_rules), messages cut at {MAX_MATCHED_CHARS} chars, patterns of at most "
+    print(f"RE2 (gateway.definitions.offer_rules), messages cut at {MAX_MATCHED_CHARS} chars, patterns of at most "
           f"{MAX_PROGRAM_SIZE} instructions:")
     random_text = os.urandom(MAX_MATCHED_CHARS // 2).hex()  # hex digits: no 'z', so every search reads it all
     cases = [("(a+)+$", "a" * (MAX_MATCHED_CHARS - 1) + "!"),

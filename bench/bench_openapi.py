@@ -30,13 +30,13 @@ from typing import Any
 
 import yaml
 
-from gateway.buildcache import BuildCache
-from gateway.catalog import build_catalog
-from gateway.definitions import DefinitionsCache, load_definitions
+from gateway.catalog.build import build_catalog
+from gateway.catalog.cache import BuildCache
+from gateway.definitions.load import DefinitionsCache, load_definitions
+from gateway.definitions.yamlbudget import YamlLimits
+from gateway.definitions.yamlsource import parse_yaml
 from gateway.settings import Settings
 from gateway.sources.openapi_import import import_openapi
-from gateway.yamlbudget import YamlLimits
-from gateway.yamlsource import parse_yaml
 
 SCHEMAS: dict[str, Any] = {
     "Base": {"type": "object", "properties": {"name": {"type": "string"}, "note": {"type": "string",

@@ -22,12 +22,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from support import RedisServer
 
 from gateway.bindings import BuildEnv
-from gateway.catalog import Catalog, build_catalog
-from gateway.definitions import load_definitions
+from gateway.catalog.build import Catalog, build_catalog
+from gateway.definitions.load import load_definitions
 from gateway.invoke import invoke
-from gateway.rate_limits import applying, key_limits
 from gateway.settings import Settings
 from gateway.state import open_state
+from gateway.state.rate_limits import applying, key_limits
 
 TOOLS = """\
 tools:

@@ -36,9 +36,9 @@ from watchfiles import awatch
 sys.path.insert(0, str(Path(__file__).parent))
 from generate import generate, write_file
 
-from gateway.catalog import build_catalog
-from gateway.definitions import load_definitions
-from gateway.reload import DEBOUNCE_MS, STEP_MS
+from gateway.catalog.build import build_catalog
+from gateway.definitions.load import load_definitions
+from gateway.runtime.reload import DEBOUNCE_MS, STEP_MS
 from gateway.settings import Settings
 
 SIZES = (100, 10_000)

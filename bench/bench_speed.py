@@ -49,8 +49,8 @@ import json, resource, sys, time
 from pathlib import Path
 root, stage = Path(sys.argv[1]), sys.argv[2]
 import yaml
-from gateway.catalog import build_catalog
-from gateway.definitions import load_definitions
+from gateway.catalog.build import build_catalog
+from gateway.definitions.load import load_definitions
 from gateway.settings import Settings
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 wall, cpu = time.perf_counter(), time.process_time()
@@ -119,7 +119,7 @@ def restart(root: Path, count: int, state: Path, then: list | None = None, pycac
     from bench_reload import cpu_s
 
     # The CLI first, as `serve` imports it: it keeps httpx's command-line client (rich) out of the process.
-    floor_command = [sys.executable, "-c", "import gateway.cli, gateway.server.app"]
+    floor_command = [sys.executable, "-c", "import gateway.cli.main, gateway.server.app"]
     environ = _bytecode_env(pycache)
     if pycache is not None:
         subprocess.run(floor_command, check=True, env=environ)  # writes the .pyc files both runs then read

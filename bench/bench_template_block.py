@@ -20,8 +20,8 @@ import statistics
 import string
 import time
 
-from gateway.render_budget import run_bounded
-from gateway.templates import RenderError, compile_template
+from gateway.templates.budget import run_bounded
+from gateway.templates.compile import RenderError, compile_template
 
 WORDS = ["".join(random.choices(string.ascii_letters, k=9)) for _ in range(100_000)]
 TEXT = " ".join(WORDS)[:900_000]

@@ -23,7 +23,7 @@ from generate import TOOL
 
 PROBE = r'''
 import json, resource, sys, time
-from gateway.definitions import load_definitions
+from gateway.definitions.load import load_definitions
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 started = time.perf_counter()
 definitions = load_definitions(sys.argv[1])

@@ -4,9 +4,10 @@
 # importlib.metadata, which searches every sys.path entry (~70 ms of a warm restart with 300 packages installed).
 __version__ = "0.1.0"
 
-from .catalog import Catalog, Tool, build_catalog
+from .catalog.build import Catalog, Tool, build_catalog
 from .context import CallContext
-from .definitions import Definitions, load_definitions
+from .definitions.load import Definitions, load_definitions
+from .definitions.model import Scope, ToolDefinition
 from .errors import (
     ArgumentsInvalid,
     DefinitionsInvalid,
@@ -16,11 +17,10 @@ from .errors import (
     ToolTimeout,
     UnknownTool,
 )
-from .filter_call import FilterCall
+from .filters.call import FilterCall
 from .invoke import invoke
 from .results import ToolResult
 from .settings import Settings, load_settings
-from .tool_definition import Scope, ToolDefinition
 
 __all__ = [
     "ArgumentsInvalid",

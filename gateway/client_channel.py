@@ -6,7 +6,7 @@ function), ``log`` (a ``ToolLog``) and ``client`` (the ``ClientChannel`` itself)
 its upstream sends during a call through the same channel (``gateway.bindings.mcp``).
 
 The surface that takes a call sets the channel on its ``CallContext``: MCP gives one that speaks on the call's
-own SSE stream (``gateway.server.mcp_channel``). Every other caller — REST, chat, the CLI, a JSON-answered MCP
+own SSE stream (``gateway.server.mcp.channel``). Every other caller — REST, chat, the CLI, a JSON-answered MCP
 call — gets the silent ``ClientChannel`` here: progress and logs go nowhere, and a question is a ``ToolError``
 saying the caller cannot answer it, at once, never a wait.
 """

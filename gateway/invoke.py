@@ -1,8 +1,8 @@
 """``invoke``: the one execution path behind every surface (REST, MCP, the chat loop, the CLI).
 
     parse arguments → validate against the input schema → choose the side (server / browser)
-    → rate limits, if the tool or the caller's key has one (``gateway.rate_limits``)
-    → the tool's filters, if it has any (``gateway.filters``: settings, toolset, tool; arguments validated again)
+    → rate limits, if the tool or the caller's key has one (``gateway.state.rate_limits``)
+    → the tool's filters, if it has any (``gateway.filters.chains``: settings, toolset, tool; arguments validated again)
     → run the binding under the tool's timeout → normalise the result (``gateway.results``: JSON value + text,
       output schema, cap)
 
@@ -24,16 +24,16 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
-from .argerrors import MAX_ARGUMENT_DEPTH, describe_errors, shape_problem
-from .catalog import Catalog, Tool
+from .catalog.build import Catalog, Tool
 from .context import CallContext
-from .definitions import Scope
+from .definitions.load import Scope
 from .errors import ArgumentsInvalid, ToolError, ToolTimeout
 from .events import CallActivity, current_call, new_call_id
-from .filter_call import Filter, FilterCall
-from .rate_limits import RateLimited, admit, applying, key_limits
+from .filters.call import Filter, FilterCall
 from .results import ToolResult, error_result, normalise
-from .schemas import json_type
+from .schema.argerrors import MAX_ARGUMENT_DEPTH, describe_errors, shape_problem
+from .schema.published import json_type
+from .state.rate_limits import RateLimited, admit, applying, key_limits
 
 log = logging.getLogger("gateway.invoke")
 
@@ -197,7 +197,7 @@ async def filter_result(catalog: Catalog, tool_id: str, arguments: dict[str, Any
 
 async def _filtered(catalog: Catalog, call: FilterCall, filters: tuple[Filter, ...],
                     innermost: Callable[[FilterCall], Awaitable[ToolResult]]) -> ToolResult:
-    """The onion (``gateway.filters``): each filter's ``next`` runs the filters inside it, innermost the tool.
+    """The onion (``gateway.filters.chains``): each filter's ``next`` runs the filters inside it, innermost the tool.
 
     Every layer answers a ``ToolResult``, so a filter sees a tool's failure as an error result, and a filter's
     own failure is an error result for the filters around it. The tool's timeout bounds the whole onion.

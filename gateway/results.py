@@ -1,6 +1,6 @@
 """A call's result (``ToolResult``), and how a tool's value becomes one (``normalise``): a JSON value and the text an
 LLM reads, checked against the output schema and capped at ``max_result_chars``; content blocks
-(``gateway.content``) kept beside them. Used by the call path (``gateway.invoke``) and by the chat loop for the
+(``gateway.content.blocks``) kept beside them. Used by the call path (``gateway.invoke``) and by the chat loop for the
 results its caller hands back.
 """
 
@@ -14,12 +14,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .argerrors import describe
-from .catalog import Tool
-from .content import Block, Content, bounded, returned_blocks, served, text_of
+from .catalog.build import Tool
+from .content.blocks import Block, Content, bounded, returned_blocks, served, text_of
+from .content.surrogates import LONE, replace_lone, scrub
+from .content.truncation import truncate
 from .errors import ToolError
-from .surrogates import LONE, replace_lone, scrub
-from .truncation import truncate
+from .schema.argerrors import describe
 
 
 @dataclass(frozen=True)
@@ -36,10 +36,10 @@ class ToolResult:
     # Why an error is one (gateway.events.CALL_OUTCOMES); "" for a result a filter made: judged by is_error.
     outcome: str = ""
     retry_after_s: float | None = None  # a call refused by a rate limit: when one would be taken
-    content: tuple[Block, ...] | None = None  # MCP content blocks the tool answered with (gateway.content)
+    content: tuple[Block, ...] | None = None  # MCP content blocks the tool answered with (gateway.content.blocks)
 
     def blocks(self) -> list[Block]:
-        """The MCP content blocks to send: the tool's own, or the text as one (``gateway.content.served``)."""
+        """The MCP content blocks to send: the tool's own, or the text as one (``gateway.content.blocks.served``)."""
         return served(self.text, self.content)
 
     def as_dict(self) -> dict[str, Any]:
@@ -62,7 +62,7 @@ def error_result(tool_id: str, message: str, side: str = "server", outcome: str 
 
 def normalise(tool: Tool, value: Any, side: str, max_chars: int) -> ToolResult:
     """A JSON value and the text an LLM reads, checked against the output schema and capped in size; content
-    blocks (``gateway.content``) are kept, the text theirs and the cap theirs."""
+    blocks (``gateway.content.blocks``) are kept, the text theirs and the cap theirs."""
     content = value if value.__class__ is Content else None if value.__class__ in _PLAIN else returned_blocks(value)
     if content is not None:
         return _with_blocks(tool, content, side, max_chars)

@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from . import rate_limits
 from .errors import GatewayError
+from .state import rate_limits
 
 ENV_PREFIX = "TOOL_GATEWAY_"
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")  # what both logging and uvicorn accept
@@ -50,7 +50,7 @@ class ApiKey:
     admin: bool = False
     may_assert_user: bool = False
     metrics: bool = False  # may scrape /metrics (admin keys may too); for a Prometheus server's credentials
-    # ``{calls, per_s}``: the key's calls across every tool and replica (gateway.rate_limits); None: unlimited.
+    # ``{calls, per_s}``: the key's calls across every tool and replica (gateway.state.rate_limits); None: unlimited.
     rate_limit: Mapping[str, Any] | None = None
 
     def allows(self, tool_toolsets: tuple[str, ...]) -> bool:
@@ -76,11 +76,11 @@ class Settings:
     max_body_bytes: int = 1_048_576
     max_concurrent_calls: int = 64
     # Origins browsers may use every surface from: exact once written; empty means loopback pages while auth is
-    # off. The address the gateway serves at is always allowed (server/origins.py).
+    # off. The address the gateway serves at is always allowed (server/http/origins.py).
     allowed_origins: tuple[str, ...] = ()
     # Live browser-bridge sessions one client address may hold (behind a reverse proxy: all pages share one).
     bridge_sessions_per_client: int = 20
-    # MCP 2025-11-25 sessions (gateway.server.mcp_sessions): how many one principal (an API key's name; later an
+    # MCP 2025-11-25 sessions (gateway.server.mcp.sessions): how many one principal (an API key's name; later an
     # OAuth user) may hold open on one replica, and how long an unused session lives before it is closed.
     mcp_sessions_per_key: int = 100
     mcp_session_idle_s: float = 1800.0
@@ -89,7 +89,7 @@ class Settings:
     providers: Mapping[str, Any] = field(default_factory=dict)
     chat: Mapping[str, Any] = field(default_factory=dict)
     log_level: str = "info"
-    # What an admin's files may cost (gateway.yamlsource, gateway.runtime, gateway.bindings.python).
+    # What an admin's files may cost (gateway.definitions.yamlsource, gateway.runtime.gateway, gateway.bindings.python).
     max_file_bytes: int = 8_388_608  # a definitions file over this is a problem, not parsed
     max_yaml_nodes: int = 250_000  # nodes one definitions file may hold once its aliases are expanded
     reload_timeout_s: float = 60.0  # a rebuild running longer is abandoned and reported; the last catalog serves
@@ -109,7 +109,7 @@ class Settings:
     keepalive_timeout_s: float = 5.0  # an idle keep-alive connection is closed after this
     max_header_bytes: int = 65_536  # a request head larger than this is refused
     # Filters wrapped around every call (outermost): "module:function" or {use: "module:function", with: {...}};
-    # resolved and checked when the catalog is built (gateway.filters).
+    # resolved and checked when the catalog is built (gateway.filters.chains).
     filters: tuple[Any, ...] = ()
     # Filters for the tools of a toolset, between the settings' filters and the tool's: {toolset: [specs]}.
     toolset_filters: Mapping[str, Any] = field(default_factory=dict)

@@ -22,9 +22,9 @@ import httpx
 import pytest
 import uvicorn
 
-from gateway.catalog import Catalog, build_catalog
-from gateway.definitions import load_definitions
-from gateway.runtime import Gateway
+from gateway.catalog.build import Catalog, build_catalog
+from gateway.definitions.load import load_definitions
+from gateway.runtime.gateway import Gateway
 from gateway.server import create_app
 from gateway.settings import Settings
 
@@ -41,7 +41,7 @@ NODE_MODULES = Path(__file__).resolve().parent / "clients" / "node_modules"
 
 class ConsoleToken(httpx.Auth):
     """Admin writes as the console sends them with auth off: with the token ``GET /admin/api/token`` answers
-    (``gateway.server.admin_writes``). Any other request goes as it is (a stream stays a stream: only the token's
+    (``gateway.server.admin.writes``). Any other request goes as it is (a stream stays a stream: only the token's
     answer is read)."""
 
     @staticmethod

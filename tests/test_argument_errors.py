@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from support import catalog_for
 
-from gateway.argerrors import MAX_ARGUMENT_DEPTH
 from gateway.invoke import invoke
+from gateway.schema.argerrors import MAX_ARGUMENT_DEPTH
 
 TOOLS_PY = '''
 def take(**kwargs) -> str:

@@ -1,4 +1,4 @@
-"""``gateway.bridge_cluster`` in memory mode: two gateways of one process sharing one ``MemoryState`` stand for
+"""``gateway.runtime.bridge_cluster`` in memory mode: two gateways of one process sharing one ``MemoryState`` stand for
 two replicas; a scripted page answers the frames its session receives (the real-browser, real-Redis version is
 tests/cluster/test_cluster_bridge.py)."""
 
@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from support import EXAMPLES, until_async
 
-from gateway.bridge import Bridge, Session
-from gateway.bridge_cluster import RECORDS, ClusterBridge, bridging
-from gateway.cluster import replicating
 from gateway.context import CallContext
 from gateway.errors import ToolError
-from gateway.runtime import Gateway
+from gateway.runtime.bridge import Bridge, Session
+from gateway.runtime.bridge_cluster import RECORDS, ClusterBridge, bridging
+from gateway.runtime.cluster import replicating
+from gateway.runtime.gateway import Gateway
 from gateway.settings import Settings
 from gateway.state.memory import MemoryState
 

@@ -1,4 +1,4 @@
-"""The on-disk snapshot of parsed definitions files (gateway.buildcache_disk): used when valid, never served stale."""
+"""The on-disk snapshot of parsed definitions files (gateway.catalog.disk_cache): used when valid, never served stale."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway import buildcache_disk
-from gateway.buildcache_disk import ParsedFiles
-from gateway.definitions import DEFAULT_LIMITS, DefinitionsCache, load_definitions
+from gateway.catalog import disk_cache as buildcache_disk
+from gateway.catalog.disk_cache import ParsedFiles
+from gateway.definitions.load import DEFAULT_LIMITS, DefinitionsCache, load_definitions
 
 TOOL = """tools:
   - id: {id}
@@ -54,9 +54,9 @@ def test_a_restart_reads_the_kept_parse_instead_of_the_yaml(definitions, tmp_pat
     def no_parse(*args, **kwargs):
         raise AssertionError("parsed again")
 
-    monkeypatch.setattr("gateway.yamlsource._Loader", no_parse)
-    monkeypatch.setattr("gateway.checks.check_document", no_parse)
-    monkeypatch.setattr("gateway.checks.check_tool", no_parse)
+    monkeypatch.setattr("gateway.definitions.yamlsource._Loader", no_parse)
+    monkeypatch.setattr("gateway.definitions.checks.check_document", no_parse)
+    monkeypatch.setattr("gateway.definitions.checks.check_tool", no_parse)
     assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
 
 
@@ -66,7 +66,7 @@ def test_an_edited_file_is_never_served_from_its_old_entry(definitions, tmp_path
     assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
     (definitions / "a.yaml").write_text(TOOL.format(id="second"), encoding="utf-8")
     assert _load(definitions, _store(tmp_path, definitions)) == ["second"]
-    monkeypatch.setattr("gateway.yamlsource._Loader", None)  # a parse would fail
+    monkeypatch.setattr("gateway.definitions.yamlsource._Loader", None)  # a parse would fail
     store = _store(tmp_path, definitions)
     assert _load(definitions, store) == ["second"]
     assert len(_entries(store)) == 1 and b"first" not in _entries(store)[0].read_bytes()
@@ -108,10 +108,10 @@ def test_a_corrupted_snapshot_is_a_warning_and_every_file_is_parsed_again(defini
     good = snapshot.read_bytes()
     snapshot.write_bytes({"flipped": good.replace(b"first", b"fake1"), "truncated": good[:-5],
                           "garbage": b"garbage", "empty": b""}[damage])
-    with caplog.at_level(logging.WARNING, "gateway.buildcache_disk"):
+    with caplog.at_level(logging.WARNING, "gateway.catalog.disk_cache"):
         assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
     assert "corrupted" in caplog.text and str(snapshot) in caplog.text
-    monkeypatch.setattr("gateway.yamlsource._Loader", None)  # rewritten: the next load parses nothing
+    monkeypatch.setattr("gateway.definitions.yamlsource._Loader", None)  # rewritten: the next load parses nothing
     assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
 
 
@@ -154,7 +154,7 @@ def test_a_released_store_keeps_the_entries_on_disk_through_a_reload(definitions
     (definitions / "c.yaml").unlink()
     assert [t.id for t in load_definitions(definitions, cache).tools] == ["first", "b2"]
     store.save()
-    monkeypatch.setattr("gateway.yamlsource._Loader", None)  # a parse would fail
+    monkeypatch.setattr("gateway.definitions.yamlsource._Loader", None)  # a parse would fail
     assert _load(definitions, _store(tmp_path, definitions)) == ["first", "b2"]
     assert len(_store(tmp_path, definitions)._read(DEFAULT_LIMITS)) == 2  # a.yaml's and b.yaml's, not c.yaml's
 
@@ -170,10 +170,10 @@ def test_a_snapshot_others_could_have_written_is_not_read(definitions, tmp_path,
     forged = payload.replace(b"first", b"fake1")  # a forged entry, with its checksum recomputed
     snapshot.write_bytes(buildcache_disk.MAGIC + hashlib.sha256(forged).hexdigest().encode() + b"\n" + forged)
     snapshot.chmod(0o666)
-    with caplog.at_level(logging.WARNING, "gateway.buildcache_disk"):
+    with caplog.at_level(logging.WARNING, "gateway.catalog.disk_cache"):
         assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
     assert "writable by others" in caplog.text
-    monkeypatch.setattr("gateway.yamlsource._Loader", None)  # rewritten, 0600: the next load parses nothing
+    monkeypatch.setattr("gateway.definitions.yamlsource._Loader", None)  # rewritten, 0600: the next load parses nothing
     assert _load(definitions, _store(tmp_path, definitions)) == ["first"]
     assert snapshot.stat().st_mode & 0o777 == 0o600
 
@@ -223,6 +223,6 @@ def test_an_older_save_that_reaches_the_disk_last_leaves_the_newer_snapshot(defi
     def refuse(*args, **kwargs):
         raise AssertionError("parsed again")
 
-    monkeypatch.setattr("gateway.yamlsource._Loader", refuse)
+    monkeypatch.setattr("gateway.definitions.yamlsource._Loader", refuse)
     assert [tool.id for tool in load_definitions(definitions, DefinitionsCache(_store(tmp_path, definitions))).tools] \
         == ["third"]

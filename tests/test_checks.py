@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from support import FIXTURES
 
-from gateway.catalog import build_catalog
-from gateway.definitions import load_definitions
+from gateway.catalog.build import build_catalog
+from gateway.definitions.load import load_definitions
 from gateway.errors import DefinitionsInvalid
 from gateway.settings import Settings
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from support import EXAMPLES, FIXTURES, catalog_for
 
-from gateway.cli import main
+from gateway.cli.main import main
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -115,7 +115,7 @@ VERBS = (("serve", str(EXAMPLES)), ("validate", str(EXAMPLES)), ("list", str(EXA
 
 def test_every_global_option_is_tested_in_both_positions():
     """The options below are all the global options there are, so the position test covers each of them."""
-    from gateway.cli import GLOBAL_OPTIONS
+    from gateway.cli.main import GLOBAL_OPTIONS
 
     assert set(GLOBAL_OPTIONS) == {"--settings"}
 
@@ -124,7 +124,7 @@ def test_every_command_is_tested_with_the_global_options():
     """VERBS holds every command the parser has, so the position test covers each of them."""
     import argparse
 
-    from gateway.cli import _parser
+    from gateway.cli.main import _parser
 
     [commands] = [action for action in _parser()._actions if isinstance(action, argparse._SubParsersAction)]
     assert set(commands.choices) == {verb[0] for verb in VERBS}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support import EXAMPLES, FIXTURES, catalog_for
 
-from gateway.cli import main
+from gateway.cli.main import main
 from gateway.errors import DefinitionsInvalid
 
 CRASHY = FIXTURES / "contract" / "crashy"
@@ -246,7 +246,7 @@ def test_live_runs_the_http_examples_against_a_serving_gateway(examples_dir: Pat
     serving the same definitions at the settings' port; the write tool still gets no generated arguments."""
     from support import serving
 
-    from gateway.runtime import Gateway
+    from gateway.runtime.gateway import Gateway
     from gateway.server import create_app
     from gateway.settings import Settings
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.catalog import build_catalog
-from gateway.definitions import load_definitions
+from gateway.catalog.build import build_catalog
+from gateway.definitions.load import load_definitions
 from gateway.errors import DefinitionsInvalid
 from gateway.settings import Settings
 

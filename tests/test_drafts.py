@@ -1,11 +1,11 @@
-"""``gateway.drafts.DraftChecker``: a check whose build is abandoned leaves that build its caches, and the next
+"""``gateway.catalog.drafts.DraftChecker``: a check whose build is abandoned leaves that build its caches, and the next
 check starts on fresh ones (caches serve one build at a time)."""
 
 from __future__ import annotations
 
 import asyncio
 
-from gateway.drafts import DraftChecker
+from gateway.catalog.drafts import DraftChecker
 from gateway.settings import Settings
 
 SLOW_MODULE = """

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from gateway.argerrors import MAX_ARGUMENT_DEPTH, shape_problem
 from gateway.invoke import _with_duration
 from gateway.results import ToolResult, _text
-from gateway.schemas import compile_validator
+from gateway.schema.argerrors import MAX_ARGUMENT_DEPTH, shape_problem
+from gateway.schema.published import compile_validator
 
 
 def test_a_plainly_valid_value_needs_no_jsonschema_validator() -> None:

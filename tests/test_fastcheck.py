@@ -8,7 +8,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from support import EXAMPLES, catalog_for
 
-from gateway.fastcheck import compile_check
+from gateway.schema.fastcheck import compile_check
 
 SCHEMAS = [
     {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"],

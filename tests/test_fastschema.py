@@ -1,4 +1,4 @@
-"""The compiled definitions check (gateway.fastschema) never disagrees with jsonschema when it gives a verdict."""
+"""The compiled definitions check (gateway.schema.fastschema) never disagrees with jsonschema when it gives a verdict."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from gateway.definitions import load_definitions
-from gateway.schemas import definitions_check, definitions_validator
+from gateway.definitions.load import load_definitions
+from gateway.schema.published import definitions_check, definitions_validator
 
 REPO = Path(__file__).resolve().parent.parent
 # Values a mutation puts anywhere: each type, the integer/float boundary, strings a pattern or enum may refuse.

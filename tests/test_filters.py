@@ -14,9 +14,9 @@ from support import catalog_for
 
 from gateway.bindings import BuildEnv
 from gateway.context import CallContext
-from gateway.definitions import load_definitions
+from gateway.definitions.load import load_definitions
 from gateway.errors import DefinitionsInvalid
-from gateway.filters import build_chains
+from gateway.filters.chains import build_chains
 from gateway.invoke import filter_result, invoke
 from gateway.results import normalise
 from gateway.settings import Settings

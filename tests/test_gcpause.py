@@ -1,4 +1,4 @@
-"""``gateway.gcpause``: the collector paused during a first build, what the pause allocated handed to the oldest
+"""``gateway.runtime.gcpause``: the collector paused during a first build, what the pause allocated handed to the oldest
 generation when it ends, and nothing left out of the collector's reach."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gateway.gcpause import paused_gc
+from gateway.runtime.gcpause import paused_gc
 
 
 class Node:

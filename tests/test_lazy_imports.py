@@ -20,10 +20,10 @@ from support import EXAMPLES, free_port
 # Modules (and their submodules) a gateway serving the shipped examples over REST must not have imported.
 NOT_FOR_SERVING = (
     "mcp.client",  # the SDK's client side
-    "gateway.mcp_client",
-    "gateway.mcp_connection",
-    "gateway.mcp_watch",
-    "gateway.mcp_refusals",
+    "gateway.upstream.mcp.client",
+    "gateway.upstream.mcp.connection",
+    "gateway.upstream.mcp.watch",
+    "gateway.upstream.mcp.refusals",
     "gateway.sources.mcp",
     "gateway.bindings.mcp",
     "gateway.loop.providers",  # LLM provider clients: none is configured
@@ -36,7 +36,7 @@ NOT_FOR_AN_APP = tuple(name for name in NOT_FOR_SERVING if name != "rich")
 # calls one over REST, writes the names of the imported modules to argv[2], then stops the server with SIGINT.
 SERVE_AND_REPORT = textwrap.dedent('''
     import json, os, signal, sys, threading, time, urllib.request
-    from gateway.cli import main
+    from gateway.cli.main import main
 
     definitions, report, port = sys.argv[1], sys.argv[2], sys.argv[3]
     base = f"http://127.0.0.1:{port}"
@@ -111,7 +111,7 @@ def test_a_python_only_catalog_without_chat_builds_without_templates_or_the_loop
     """A catalog of Python tools, no provider configured: the app is built without Jinja2 (the landing page makes
     its environment on the first browser visit), without the chat loop (built by the first chat request) and
     without httpx (the pooled client of http bindings is made by the first that asks), and without jsonschema
-    (plain schemas are checked by gateway.fastschema; jsonschema words errors and judges the rest)."""
+    (plain schemas are checked by gateway.schema.fastschema; jsonschema words errors and judges the rest)."""
     root = write_definitions({"python/calc.py": "def add(a: int, b: int) -> int:\n    return a + b\n",
                               "calc.yaml": """
         tools:
@@ -145,13 +145,13 @@ def test_an_mcp_source_imports_the_client_when_built(write_definitions):
     code = textwrap.dedent(f'''
         import json, sys
         from pathlib import Path
-        from gateway.runtime import Gateway
+        from gateway.runtime.gateway import Gateway
         from gateway.settings import Settings
         Gateway(Settings(definitions=Path({str(root)!r})))
         print(json.dumps(sorted(sys.modules)))
     ''')
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    assert {"mcp.client", "gateway.mcp_client", "gateway.sources.mcp"} <= set(json.loads(done.stdout))
+    assert {"mcp.client", "gateway.upstream.mcp.client", "gateway.sources.mcp"} <= set(json.loads(done.stdout))
 
 
 def test_the_chat_settings_check_imports_neither_the_loop_nor_templates():
@@ -165,7 +165,7 @@ def test_the_chat_settings_check_imports_neither_the_loop_nor_templates():
         print(json.dumps(sorted(sys.modules)))
     ''')
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    assert _loaded(json.loads(done.stdout), ("gateway.loop.loop", "gateway.loop.providers", "gateway.templates",
+    assert _loaded(json.loads(done.stdout), ("gateway.loop.loop", "gateway.loop.providers", "gateway.templates.compile",
                                             "jinja2")) == []
 
 

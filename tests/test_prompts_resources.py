@@ -1,5 +1,5 @@
 """Prompts and resources declared in YAML: loaded, checked and built beside tools, with every problem at its
-file:line:col (gateway.prompt_resource_definitions, gateway.prompts, gateway.resources, gateway.catalog_content)."""
+file:line:col (gateway.definitions.prompts_resources, gateway.catalog.prompts, gateway.catalog.resources, gateway.catalog.prompts_resources)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import os
 import pytest
 from support import catalog_for
 
-from gateway.catalog import build_catalog
+from gateway.catalog.build import build_catalog
+from gateway.catalog.prompts import PromptArgumentsInvalid
 from gateway.context import CallContext
-from gateway.definitions import load_definitions
+from gateway.definitions.load import load_definitions
 from gateway.errors import DefinitionsInvalid
-from gateway.prompts import PromptArgumentsInvalid
 from gateway.settings import Settings
 
 GOOD = """

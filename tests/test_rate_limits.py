@@ -15,13 +15,13 @@ from mcp import Client
 from support import CONSOLE, serving
 
 from gateway.bindings import BuildEnv
-from gateway.catalog import build_catalog
+from gateway.catalog.build import build_catalog
 from gateway.context import CallContext
-from gateway.definitions import load_definitions
+from gateway.definitions.load import load_definitions
 from gateway.errors import DefinitionsInvalid
 from gateway.events import Activity, EventBus, Observer
 from gateway.invoke import invoke
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 from gateway.server import create_app
 from gateway.settings import ApiKey, Settings, SettingsInvalid, hash_key, load_settings
 from gateway.state import StateUnavailable

@@ -15,14 +15,14 @@ import yaml
 from jsonschema import Draft202012Validator
 from support import catalog_for
 
-from gateway import docstrings
-from gateway.cli import main
+from gateway.cli.main import main
 from gateway.context import CallContext
 from gateway.errors import DefinitionsInvalid
 from gateway.formats import FORMATS, render
 from gateway.formats.returns import render_schema
 from gateway.invoke import invoke
-from gateway.signature import SchemaDerivationError, schema_for_function, schema_for_return
+from gateway.schema import docstrings
+from gateway.schema.signature import SchemaDerivationError, schema_for_function, schema_for_return
 
 
 class Level(enum.Enum):

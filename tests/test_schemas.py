@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from jsonschema import Draft202012Validator
 
-from gateway.schemas import metaschema_errors, plainly_valid
+from gateway.schema.published import metaschema_errors, plainly_valid
 
 VALID = [
     {"type": "object", "properties": {"a": {"type": ["string", "null"], "maxLength": 3}}, "required": ["a"]},

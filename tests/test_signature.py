@@ -11,7 +11,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from gateway.context import CONTEXT_PARAMETERS
-from gateway.signature import SchemaDerivationError, coerce, coercer, schema_for_function, schema_for_type
+from gateway.schema.signature import SchemaDerivationError, coerce, coercer, schema_for_function, schema_for_type
 
 
 class Brightness(enum.Enum):

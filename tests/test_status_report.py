@@ -6,11 +6,11 @@ import time
 
 from support import EXAMPLES, serving
 
-from gateway.cli import main
-from gateway.runtime import Gateway
+from gateway.cli.main import main
+from gateway.cli.status import report
+from gateway.runtime.gateway import Gateway
 from gateway.server import create_app
 from gateway.settings import Settings
-from gateway.status_report import report
 
 
 def view(*versions: str, degraded: bool = False) -> dict:

@@ -10,9 +10,9 @@ import threading
 import pytest
 from jinja2 import Environment
 
-from gateway.render_budget import run_bounded
-from gateway.template_limits import MAX_SIZE
-from gateway.templates import DEFAULT_ENV, RenderError, TemplateInvalid, compile_template, compile_value
+from gateway.templates.budget import run_bounded
+from gateway.templates.compile import DEFAULT_ENV, RenderError, TemplateInvalid, compile_template, compile_value
+from gateway.templates.limits import MAX_SIZE
 
 TOO_COSTLY = "TemplateTooCostly"
 

@@ -1,4 +1,4 @@
-"""A gateway restarted on its state directory (gateway.buildcache_disk) serves what a cold start would: after an
+"""A gateway restarted on its state directory (gateway.catalog.disk_cache) serves what a cold start would: after an
 edit of a YAML file or of a python/ module, after an upgrade, with its snapshot corrupted or its state directory
 unwritable."""
 
@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from support import EXAMPLES
 
-from gateway import buildcache_disk
-from gateway.buildcache_disk import ParsedFiles
-from gateway.definitions import DefinitionsCache, load_definitions
-from gateway.runtime import Gateway
+from gateway.catalog import disk_cache as buildcache_disk
+from gateway.catalog.disk_cache import ParsedFiles
+from gateway.definitions.load import DefinitionsCache, load_definitions
+from gateway.definitions.model import ToolDefinition
+from gateway.runtime.gateway import Gateway
 from gateway.settings import Settings
-from gateway.tool_definition import ToolDefinition
 
 MODULE = '''
 def look(query: str, limit: int = 10) -> dict:
@@ -74,7 +74,7 @@ def _no_parse(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("a kept file was parsed again")
 
-    monkeypatch.setattr("gateway.definitions.parse_yaml", refuse)
+    monkeypatch.setattr("gateway.definitions.load.parse_yaml", refuse)
 
 
 def _fields(definition: ToolDefinition) -> dict:
@@ -151,7 +151,7 @@ def test_a_corrupted_snapshot_is_never_served(definitions, state, caplog, damage
     assert b"Looks something up." in good
     snapshot.write_bytes(good.replace(b"Looks something up.", b"Deletes it all.....") if damage == "flipped"
                          else good[: len(good) // 2])
-    with caplog.at_level(logging.WARNING, "gateway.buildcache_disk"):
+    with caplog.at_level(logging.WARNING, "gateway.catalog.disk_cache"):
         again = _start(definitions)
     assert "corrupted" in caplog.text
     assert again.catalog.get("look").definition.ai_description == "Looks something up."
@@ -184,7 +184,7 @@ def test_an_edit_reloaded_while_serving_is_kept_for_the_next_start(definitions, 
     import asyncio
     import time
 
-    from gateway import runtime
+    from gateway.runtime import gateway as runtime
 
     monkeypatch.setattr(runtime, "SAVE_DELAY_S", 0.0)
     gateway = _start(definitions)
@@ -204,7 +204,7 @@ def test_a_burst_of_reloads_is_written_to_the_snapshot_once_after_it(definitions
     import asyncio
     import time
 
-    from gateway import runtime
+    from gateway.runtime import gateway as runtime
 
     monkeypatch.setattr(runtime, "SAVE_DELAY_S", 1.0)
     gateway = _start(definitions)
@@ -234,7 +234,8 @@ def test_a_reload_whose_delayed_write_gets_no_thread_still_serves_and_the_next_o
     same, and the next reload starts the write (nothing is left waiting for a saver that never ran)."""
     import asyncio
 
-    from gateway import daemon, runtime
+    from gateway import daemon
+    from gateway.runtime import gateway as runtime
 
     monkeypatch.setattr(runtime, "SAVE_DELAY_S", 0.0)
     gateway = _start(definitions)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.definitions import load_definitions
-from gateway.yamlbudget import YamlLimits
+from gateway.definitions.load import load_definitions
+from gateway.definitions.yamlbudget import YamlLimits
 
 MEMORY_CAP = 1536 * 1024 * 1024  # address space for a validate subprocess: ample for a normal load
 TOOL = """\

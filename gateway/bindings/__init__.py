@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     import httpx
 
     from ..context import CallContext
+    from ..definitions.model import ToolDefinition
     from ..settings import Settings
-    from ..tool_definition import ToolDefinition
 
 Executor = Callable[[dict[str, Any], "CallContext"], Awaitable[Any]]
 
@@ -47,7 +47,7 @@ class BuildEnv:
     bridge: Any = None
     # The running gateway's event stream: calls made through the catalog and upstream requests are told to it.
     events: EventBus = NULL_BUS
-    # The running gateway's pooled upstream MCP sessions (gateway.mcp_pool.McpPool); None: one-shot sessions.
+    # The running gateway's pooled upstream MCP sessions (gateway.upstream.mcp.pool.McpPool); None: one-shot sessions.
     mcp_pool: Any = None
     # What replicas share (gateway.state): the running gateway's; a catalog built without one counts its rate
     # limits in memory of its own.

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ..context import CallContext
+from ..definitions.model import ToolDefinition
+from ..definitions.paths import real_inside
 from ..errors import ToolError
-from ..paths import real_inside
-from ..tool_definition import ToolDefinition
 from . import BindingProblems, Bound, BuildEnv
 
 
@@ -37,7 +37,7 @@ def script_path(definition: ToolDefinition, root: Path) -> Path:
     if "\0" in declared:  # no file name holds one, and the OS calls below refuse it with a ValueError
         raise BindingProblems([definition.problem(where, f"script {declared!r} holds a NUL character")])
     base = root.resolve()
-    real = real_inside(base / declared, str(base))  # the rule YAML files follow too (gateway.paths)
+    real = real_inside(base / declared, str(base))  # the rule YAML files follow too (gateway.definitions.paths)
     if Path(declared).is_absolute() or real is None:
         raise BindingProblems([definition.problem(where, f"script '{declared}' is outside the definitions directory")])
     path = Path(real)

@@ -26,16 +26,15 @@ from typing import Any
 import httpx
 
 from .. import secrets as secret_store
+from ..content.truncation import truncate
 from ..context import CallContext
+from ..definitions.model import ToolDefinition
 from ..errors import ToolError
 from ..events import NULL_BUS, Activity, EventBus, current_call
-from ..jsonselect import SelectionMissing
-from ..render_budget import run_bounded
 from ..secrets import Hidden
-from ..templates import OMIT, Compiled, RenderError, Template
-from ..tool_definition import ToolDefinition
-from ..truncation import truncate
-from ..upstream import (
+from ..templates.budget import run_bounded
+from ..templates.compile import OMIT, Compiled, RenderError, Template
+from ..upstream.http import (
     RETRY_STATUSES,
     TRANSIENT,
     UPSTREAM_EXCEPTIONS,
@@ -48,6 +47,7 @@ from ..upstream import (
 )
 from . import Bound, BuildEnv
 from .httpspec import UNSENDABLE_IN_HEADER, HttpBinding, cookie_pairs, parse, text
+from .jsonselect import SelectionMissing
 
 MAX_REDIRECTS = 5
 ERROR_EXCERPT_BYTES = 4096

@@ -18,13 +18,21 @@ from urllib.parse import quote
 import httpx
 
 from .. import secrets as secret_store
-from ..address import base_url
+from ..definitions.header_rules import is_routing, is_transport
+from ..definitions.model import ToolDefinition
 from ..errors import Problem
-from ..header_rules import is_routing, is_transport
-from ..jsonselect import Selector, SelectorInvalid, compile_selector
-from ..templates import Compiled, Template, TemplateInvalid, compile_template, compile_value, environment, is_template
-from ..tool_definition import ToolDefinition
+from ..templates.compile import (
+    Compiled,
+    Template,
+    TemplateInvalid,
+    compile_template,
+    compile_value,
+    environment,
+    is_template,
+)
+from ..upstream.address import base_url
 from . import BindingProblems, BuildEnv
+from .jsonselect import Selector, SelectorInvalid, compile_selector
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 DEFAULT_MAX_BYTES = 1_048_576

@@ -21,10 +21,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..binding_kinds import PYTHON_DIR
 from ..context import CONTEXT_PARAMETERS, TALKING_PARAMETERS, CallContext
-from ..signature import SchemaDerivationError, coercer, parameters, schema_for_function, schema_for_return, type_hints
-from ..tool_definition import ToolDefinition
+from ..definitions.binding_kinds import PYTHON_DIR
+from ..definitions.model import ToolDefinition
+from ..schema.signature import (
+    SchemaDerivationError,
+    coercer,
+    parameters,
+    schema_for_function,
+    schema_for_return,
+    type_hints,
+)
 from . import BindingProblems, Bound, BuildEnv
 from .imports import import_within
 from .workers import call_async, call_sync
@@ -42,7 +49,7 @@ def trusted_function(target: str, env: BuildEnv) -> Any:
     """The callable ``module:function`` names, if the trust rule allows it (``<definitions>/python/`` or an allowed
     package, for the module and for where the function is defined); else why not, as a message for the admin.
 
-    Python bindings and invocation filters (``gateway.filters``) name functions under this one rule.
+    Python bindings and invocation filters (``gateway.filters.chains``) name functions under this one rule.
     """
     # 10,000 tools may bind one function: the answer is the same for each within a build.
     key = ("python-function", target)

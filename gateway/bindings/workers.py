@@ -17,7 +17,7 @@ own. Two rules keep such tools from starving the others:
 The slots live per event loop (one per server process), keyed by the definitions directory and tool id, so a
 reload that rebuilds a tool keeps counting the threads its previous build left running.
 
-Sync filters (``gateway.filters``) run under the same two rules, with slots of their own per tool and place in
+Sync filters (``gateway.filters.chains``) run under the same two rules, with slots of their own per tool and place in
 its chain, in a pool of their own (``FILTER_POOL``): a filter's thread waits in ``next()`` while the tool it wraps
 runs, so sharing the tools' pool or slots would let hung filters keep their own tools from a thread.
 """

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..catalog import Tool
+from ..catalog.build import Tool
 from .adapt import (
     ANY_SCALAR,
     Path,

@@ -17,10 +17,10 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..pointers import NOWHERE, follow
+from ..schema.pointers import NOWHERE, follow
 
 if TYPE_CHECKING:
-    from ..catalog import Tool
+    from ..catalog.build import Tool
 
 _NAME = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 

@@ -11,7 +11,7 @@ import asyncio
 import json
 import sys
 
-from ..runtime import Gateway
+from ..runtime.gateway import Gateway
 from ..settings import Settings
 from .config import load_loop_config
 from .loop import ChatLoop, Finished

@@ -32,7 +32,7 @@ from .. import secrets
 from ..settings import Settings, SettingsInvalid
 
 if TYPE_CHECKING:
-    from ..templates import Template
+    from ..templates.compile import Template
 
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 _PROVIDER_KEYS = {"kind", "base_url", "model", "api_key", "timeout_s", "max_retries", "headers", "query",
@@ -186,7 +186,7 @@ def _refused_secrets(provider: ProviderConfig, settings: Settings) -> list[str]:
 
 def _template(where: str, source: str, problems: list[str]) -> Template:
     # Imported by the first provider key or header: without a provider, serving needs no Jinja2 of the loop's.
-    from ..templates import TemplateInvalid, compile_template
+    from ..templates.compile import TemplateInvalid, compile_template
 
     try:
         return compile_template(source, {"secrets"})

@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import GatewayError
 
 Sleep = Callable[[float], Awaitable[None]]
-# A tool message's extension field: the result's MCP content blocks (gateway.content), when one is no text, for a
+# A tool message's extension field: the result's MCP content blocks (gateway.content.blocks), when one is no text, for a
 # provider that takes images in a tool result (Anthropic); ``content`` stays the text, all that OpenAI takes.
 CONTENT_BLOCKS = "content_blocks"
 

@@ -7,7 +7,7 @@ A gateway tool is offered when every one of these holds (LangChain4j's ToolProvi
 - the caller's API key may use it;
 - its ``offer`` rule, if any, holds for the latest user message: ``when_message_matches`` (a regular
   expression in RE2 syntax, searched) or ``when_message_mentions`` (any of the words, as the start of a word,
-  ignoring case), both matched in linear time over the message's first characters (``gateway.offer_rules``);
+  ignoring case), both matched in linear time over the message's first characters (``gateway.definitions.offer_rules``);
 - it can be declared in the provider's format (a schema the format cannot express leaves it out).
 
 Scope decides the side: ``client`` tools, and ``all`` tools when the request asks ``gateway.side: client``, are
@@ -22,10 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..catalog import Catalog, Tool
-from ..definitions import Scope
+from ..catalog.build import Catalog, Tool
+from ..definitions.load import Scope
+from ..definitions.offer_rules import rule_holds, rule_patterns
 from ..formats import render_tools
-from ..offer_rules import rule_holds, rule_patterns
 from .config import ChatConfig
 from .request import ChatRequest, InvalidRequest
 

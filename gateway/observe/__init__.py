@@ -13,7 +13,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..runtime import Gateway
+    from ..runtime.gateway import Gateway
 
 # Module names below gateway.observe; each has ``make(gateway) -> Observer | None``. Order matters only for
 # ``begin``: a tracer listed before the call log makes the trace id known to the line the call log writes.

@@ -38,11 +38,11 @@ from typing import TYPE_CHECKING, Any
 
 from .. import secrets
 from ..events import Activity, CallActivity, Event, Observer
-from ..logs import encoded, iso_time
 from ..settings import SettingsInvalid
+from .logs import encoded, iso_time
 
 if TYPE_CHECKING:
-    from ..runtime import Gateway
+    from ..runtime.gateway import Gateway
 
 log = logging.getLogger("gateway.audit")
 QUEUE_LINES = 10_000  # what may wait for the writer; past that, lines are dropped rather than calls slowed
@@ -50,7 +50,7 @@ BATCH_LINES = 256  # lines the writer takes at once: one write and one flush for
 GATHER_S = 0.02  # how long a line may wait for others to join its batch
 CLOSE_TIMEOUT_S = 10.0
 _STOP = object()
-# A line is compact ASCII JSON (``gateway.logs.encoded``): its length is its size in bytes (rotation counts it), and
+# A line is compact ASCII JSON (``gateway.observe.logs.encoded``): its length is its size in bytes (rotation counts it), and
 # no byte can break a reader. The digest's JSON is UTF-8, as a client would send it, made by json (its spelling of
 # every number is the one the digest has always had); the encoder is made once (json.dumps with options makes one
 # per call).

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 from .. import secrets
 from ..events import Activity, CallActivity, Observer
-from ..logs import CallIds, JsonFormatter, TextFormatter
+from .logs import CallIds, JsonFormatter, TextFormatter
 
 if TYPE_CHECKING:
-    from ..runtime import Gateway
+    from ..runtime.gateway import Gateway
 
 log = logging.getLogger("gateway.calls")
 MESSAGE = "%s via %s by %s (user %s): %s in %.1f ms, %d chars"

@@ -25,7 +25,7 @@ from ..events import Activity, CallActivity, Observer
 from ..secrets import MIN_REDACTED_LENGTH, forms, known_values, redact
 
 if TYPE_CHECKING:
-    from ..runtime import Gateway
+    from ..runtime.gateway import Gateway
 
 KEPT = 200
 TEXT_CAP = 16_384  # characters of a call's arguments, and of its result, kept for the console

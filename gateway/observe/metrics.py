@@ -26,7 +26,7 @@ from prometheus_client.registry import Collector
 from ..events import Activity, CallActivity, Event, Observer
 
 if TYPE_CHECKING:
-    from ..runtime import Gateway
+    from ..runtime.gateway import Gateway
 
 PREFIX = "tool_gateway"
 # Seconds: tool calls range from a cached lookup to a slow upstream near its timeout.

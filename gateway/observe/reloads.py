@@ -1,6 +1,6 @@
 """The history of reloads, newest first, for the admin console: what each did to the catalog and how it went.
 
-Kept from the ``reload`` events ``Gateway`` emits (``gateway.runtime``), in a bounded ring (``KEPT``): a
+Kept from the ``reload`` events ``Gateway`` emits (``gateway.runtime.gateway``), in a bounded ring (``KEPT``): a
 gateway that reloads on every save for weeks holds the last ``KEPT`` outcomes, not all of them. The first
 build (made before any observer was attached) opens the history, marked ``initial``.
 """
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..events import Event, Observer
 
 if TYPE_CHECKING:
-    from ..runtime import Gateway
+    from ..runtime.gateway import Gateway
 
 KEPT = 100
 # Ids and problems kept per reload: a broken 8 MiB file can have 100,000 problems, and a hundred such reloads

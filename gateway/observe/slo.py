@@ -31,7 +31,7 @@ from ..events import Activity, CallActivity, Observer
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ..runtime import Gateway
+    from ..runtime.gateway import Gateway
 
 log = logging.getLogger("gateway.slo")
 SAMPLES = 1024

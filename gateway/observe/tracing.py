@@ -23,7 +23,7 @@ from ..events import Observer
 from ..settings import SettingsInvalid
 
 if TYPE_CHECKING:
-    from ..runtime import Gateway
+    from ..runtime.gateway import Gateway
 
 log = logging.getLogger("gateway.observe.tracing")
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")

@@ -1,6 +1,6 @@
 """The Starlette app (``create_app``) and ``serve``, which runs it under uvicorn.
 
-The app is the surfaces side by side — REST (``rest.py``), MCP (``mcp.py``), the demo API — behind one
+The app is the surfaces side by side — REST (``rest/``), MCP (``mcp/``), the demo API — behind one
 middleware (``front.Front``: Origin guard, CORS, version headers) and one JSON error shape. Its lifespan runs the
 MCP session manager, then any *services* (long-running companions such as the definitions watcher, given as
 ``service(gateway) -> async context manager``), and closes the gateway's shared clients last.
@@ -21,19 +21,22 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 
 from .. import observe
-from ..address import served_host
-from ..bridge_cluster import bridging
-from ..cluster import replicating
-from ..logs import configure_logging
-from ..reload import reloading
-from ..runtime import Gateway
+from ..observe.logs import configure_logging
+from ..runtime.bridge_cluster import bridging
+from ..runtime.cluster import replicating
+from ..runtime.gateway import Gateway
+from ..runtime.reload import reloading
 from ..settings import Settings
-from . import admin, chat, client, demo_api, landing, metrics, openapi, rest
-from .connections import server_config
-from .errors import EXCEPTION_HANDLERS
-from .front import Front
-from .mcp import McpSurface
-from .rest_fast import RestCalls
+from ..upstream.address import served_host
+from . import chat, client, demo_api, landing, metrics
+from .admin import surface as admin
+from .http.connections import server_config
+from .http.errors import EXCEPTION_HANDLERS
+from .http.front import Front
+from .mcp.surface import McpSurface
+from .rest import openapi
+from .rest import surface as rest
+from .rest.fast import RestCalls
 
 log = logging.getLogger("gateway.server")
 GRACEFUL_SHUTDOWN_S = 10  # what requests in flight get to finish once the server is told to stop

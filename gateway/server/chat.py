@@ -35,10 +35,10 @@ from .. import loop as chat_loop  # its names are imported on first use: a gatew
 from ..errors import GatewayError, Unauthorized
 from ..loop.config import LoopConfig, load_loop_config
 from ..loop.request import parse_chat_request
-from ..runtime import Gateway
-from .auth import authenticate
-from .bodies import parse_json, read_body
-from .errors import dumps, internal_error, refused
+from ..runtime.gateway import Gateway
+from .http.auth import authenticate
+from .http.bodies import parse_json, read_body
+from .http.errors import dumps, internal_error, refused
 
 if TYPE_CHECKING:
     from ..loop.loop import ChatLoop, Event, Finished

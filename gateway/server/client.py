@@ -29,13 +29,13 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import ASGIApp
 from starlette.websockets import WebSocket
 
-from ..bridge import Bridge, Session, TooManySessions
-from ..bridge_cluster import ClusterBridge
-from ..runtime import Gateway
+from ..runtime.bridge import Bridge, Session, TooManySessions
+from ..runtime.bridge_cluster import ClusterBridge
+from ..runtime.gateway import Gateway
 from ..settings import Settings
-from .errors import error_response
-from .origins import AllowedOrigins
-from .rest import not_modified
+from .http.errors import error_response
+from .http.origins import AllowedOrigins
+from .rest.surface import not_modified
 
 log = logging.getLogger("gateway.server")
 JAVASCRIPT = "text/javascript; charset=utf-8"

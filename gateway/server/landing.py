@@ -21,9 +21,9 @@ from starlette.responses import Response
 from starlette.routing import Match, Route
 
 from .. import __version__
-from ..runtime import Gateway
-from .auth import Caller, authenticate
-from .errors import json_response
+from ..runtime.gateway import Gateway
+from .http.auth import Caller, authenticate
+from .http.errors import json_response
 
 if TYPE_CHECKING:
     from jinja2 import Environment

@@ -18,9 +18,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..errors import Forbidden
-from ..runtime import Gateway
-from .auth import Caller, authenticate
-from .errors import error_response
+from ..runtime.gateway import Gateway
+from .http.auth import Caller, authenticate
+from .http.errors import error_response
 
 
 def may_scrape(caller: Caller) -> bool:

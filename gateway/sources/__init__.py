@@ -1,7 +1,7 @@
 """Where tool definitions come from: the definitions directory, the plugins the settings list, and the upstreams
 its ``sources:`` declare (``gateway.sources.select``: OpenAPI documents, MCP servers).
 
-Each is loaded on its own (``gateway.definitions``; a plugin's files are named ``<plugin>:<path>``), then
+Each is loaded on its own (``gateway.definitions.load``; a plugin's files are named ``<plugin>:<path>``), then
 ``combine`` makes one list of tools to build: an id declared in two places is one problem naming both, a
 generated tool whose id is taken is a problem at its source that says how to rename it, and the ``overrides:`` of
 the definitions directory change or disable tools declared elsewhere (generated ones too).
@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import checks
-from ..definitions import Definitions, DefinitionsCache, Override, load_definitions
+from ..definitions import checks
+from ..definitions.load import Definitions, DefinitionsCache, Override, load_definitions
+from ..definitions.model import Scope, ToolDefinition
+from ..definitions.yamlbudget import YamlLimits
 from ..errors import DefinitionsInvalid, Problem
 from ..settings import Settings
-from ..tool_definition import Scope, ToolDefinition
-from ..yamlbudget import YamlLimits
 from . import plugins as plugin_discovery
 from .plugins import Plugin
 from .select import SourceTools

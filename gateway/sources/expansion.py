@@ -51,8 +51,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import Problem
 
 if TYPE_CHECKING:
+    from ..definitions.yamlbudget import YamlLimits
     from ..settings import Settings
-    from ..yamlbudget import YamlLimits
 
 # kind (the key of a `sources:` entry) -> module holding its expand(); imported on first use.
 SOURCE_KINDS = {"openapi": "gateway.sources.openapi", "mcp": "gateway.sources.mcp"}

@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from ..yamlsource import YamlDocument
+from ..definitions.yamlsource import YamlDocument
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()

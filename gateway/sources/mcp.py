@@ -8,7 +8,7 @@ annotation hints (``readOnlyHint`` → ``read_only``, ...), called through ``{"m
 (``gateway.bindings.mcp``).
 
 A listing is read within the source's bounds (``ListingBounds``: ``source_max_tools`` tools in all,
-``source_max_bytes`` per tools/list answer, ``source_max_depth`` of a tool's schemas; ``gateway.mcp_listing``
+``source_max_bytes`` per tools/list answer, ``source_max_depth`` of a tool's schemas; ``gateway.upstream.mcp.listing``
 reads and parses it off the event loop). One
 past them is refused as a whole, not cut to its first tools (which those are is the upstream's order, and would
 change under the admin): the source serves its last listing within the bounds, stale, or none, and its status
@@ -30,12 +30,12 @@ from typing import Any
 
 import mcp_types
 
+from ..definitions.model import SourceDeclaration
 from ..errors import Problem
-from ..mcp_client import ListingTooLarge, UpstreamUnavailable, counted, listing_digest, shaped
-from ..mcp_config import UpstreamConfig, parse_config
-from ..mcp_listing import list_once
-from ..mcp_pool import McpPool
-from ..tool_definition import SourceDeclaration
+from ..upstream.mcp.client import ListingTooLarge, UpstreamUnavailable, counted, listing_digest, shaped
+from ..upstream.mcp.config import UpstreamConfig, parse_config
+from ..upstream.mcp.listing import list_once
+from ..upstream.mcp.pool import McpPool
 from . import cache
 from .expansion import Expansion, SourceEnv, UpstreamTool
 

@@ -13,7 +13,7 @@ took first is not served again, and a warning says so. The source's ``toolsets``
 prompts/get, resources/read and completion/complete are forwarded to the upstream under the upstream's own
 names; its JSON-RPC errors come back as they were, and an upstream that cannot be reached is an error that says
 so. An upstream's prompts or resources ``list_changed`` makes the next build list them again
-(``gateway.mcp_connection``), and clients hear the change as for any reload.
+(``gateway.upstream.mcp.connection``), and clients hear the change as for any reload.
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from ..context import CallContext
+from ..definitions.model import SourceDeclaration
+from ..definitions.uri_templates import UriTemplate, UriTemplateInvalid, parse_uri_template
 from ..errors import Problem
-from ..mcp_client import UpstreamUnavailable, connected, reason
-from ..mcp_config import UpstreamConfig, parse_config
 from ..settings import Settings
-from ..tool_definition import SourceDeclaration
-from ..uri_templates import UriTemplate, UriTemplateInvalid, parse_uri_template
+from ..upstream.mcp.client import UpstreamUnavailable, connected, reason
+from ..upstream.mcp.config import UpstreamConfig, parse_config
 
 MAX_PAGES = 100
 T = TypeVar("T")
@@ -49,7 +49,7 @@ class Origin:
 
     source: SourceDeclaration
     config: UpstreamConfig
-    pool: Any  # gateway.mcp_pool.McpPool, or None where no gateway runs (the CLI)
+    pool: Any  # gateway.upstream.mcp.pool.McpPool, or None where no gateway runs (the CLI)
 
     @property
     def toolsets(self) -> tuple[str, ...]:

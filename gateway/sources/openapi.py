@@ -26,11 +26,11 @@ from collections import OrderedDict
 
 import httpx
 
+from ..definitions.model import SourceDeclaration
+from ..definitions.paths import real_inside
+from ..definitions.yamlsource import YamlDocument, parse_yaml
 from ..errors import Problem
-from ..paths import real_inside
-from ..tool_definition import SourceDeclaration
-from ..upstream import describe
-from ..yamlsource import YamlDocument, parse_yaml
+from ..upstream.http import describe
 from . import cache
 from .expansion import Expansion, SourceEnv, UpstreamTool
 from .jsonpositions import JsonDocument

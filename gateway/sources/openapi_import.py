@@ -16,10 +16,10 @@ from typing import Any
 
 import yaml
 
+from ..definitions.model import SourceDeclaration
+from ..definitions.yamlbudget import YamlLimits
 from ..errors import Problem
 from ..settings import Settings
-from ..tool_definition import SourceDeclaration
-from ..yamlbudget import YamlLimits
 from .expansion import SourceEnv
 from .openapi import expand
 from .select import TOOL_ID, generate, suggest_id

@@ -9,7 +9,7 @@ parameter's name, and it is required or has no required property of its own (els
 lost). Otherwise it is one argument, ``body``. A parameter whose name two locations share (``id`` in the path and
 in the query) is ``<name>_<in>`` for the later one. Left out, with a warning: a parameter where one of the
 operation's security schemes sends its secret (any case: the upstream would get the model's value beside the
-secret's), a header parameter the gateway's client sets or a proxy reads (``gateway.header_rules``), named
+secret's), a header parameter the gateway's client sets or a proxy reads (``gateway.definitions.header_rules``), named
 ``Cookie``, or whose name no header can carry (``{{ x }}``), and a cookie parameter whose name no cookie can have
 (not a token: ``a; admin``, ``{{ x }}``). Other names are sent as written, ``{{ x }}`` too (a document is data).
 The shapes are what a model handles best: flat, named arguments when the API allows, the API's own structure
@@ -34,8 +34,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urljoin
 
+from ..definitions.header_rules import is_routing, is_sendable, is_transport
 from ..errors import Problem
-from ..header_rules import is_routing, is_sendable, is_transport
 from .expansion import UpstreamTool
 from .openapi_schema import Converter, Path
 

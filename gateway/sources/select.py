@@ -15,7 +15,7 @@ for every kind turn what the upstream offers into tool definitions.
     hide       ``hidden.<name>.<parameter>``: a fixed value, or ``{context: user|conversation_id|...}``; the
                parameter must be in the operation's input schema (and a fixed value must match it). The catalog
                removes it from what the LLM sees and merges it into the arguments at call time
-               (``gateway.hidden_arguments``), for every kind
+               (``gateway.catalog.hidden_arguments``), for every kind
 
 The definitions generated from a declaration and an expansion's ``tools`` are kept (weakly, by the declaration,
 which the loader returns unchanged for an unchanged file; and by the identity of the tools tuple, which a kind
@@ -38,9 +38,10 @@ from dataclasses import dataclass, replace
 from importlib import import_module
 from typing import Any
 
-from .. import checks, daemon
+from .. import daemon
+from ..definitions import checks
+from ..definitions.model import Scope, SourceDeclaration, ToolDefinition
 from ..errors import Problem
-from ..tool_definition import Scope, SourceDeclaration, ToolDefinition
 from .expansion import SOURCE_KINDS, Expansion, SourceEnv, UpstreamTool
 
 TOOL_ID = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]{0,63}$")

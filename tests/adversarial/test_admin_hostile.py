@@ -17,7 +17,7 @@ import pytest
 from support import CONSOLE, serving
 
 from gateway.observe import live
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 from gateway.server import create_app
 from gateway.settings import Settings
 

@@ -20,9 +20,9 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from support import serve_process, serving
 
-from gateway.logs import JsonFormatter, TextFormatter
 from gateway.observe import otel, tracing
-from gateway.runtime import Gateway
+from gateway.observe.logs import JsonFormatter, TextFormatter
+from gateway.runtime.gateway import Gateway
 from gateway.server import create_app
 from gateway.settings import Settings
 

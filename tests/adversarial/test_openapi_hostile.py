@@ -13,10 +13,10 @@ import pytest
 from sources.openapi_apis import Recorder
 from support import serving
 
-from gateway.catalog import build_catalog
-from gateway.definitions import load_definitions
+from gateway.catalog.build import build_catalog
+from gateway.definitions.load import load_definitions
 from gateway.errors import DefinitionsInvalid
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 from gateway.server import create_app
 from gateway.settings import Settings
 

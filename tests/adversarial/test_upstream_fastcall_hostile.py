@@ -1,4 +1,4 @@
-"""The fast path's own HTTP/1.1 client (``gateway.mcp_wire``, under ``gateway.mcp_fastcall``) against an upstream
+"""The fast path's own HTTP/1.1 client (``gateway.upstream.mcp.wire``, under ``gateway.upstream.mcp.fastcall``) against an upstream
 that writes hostile bytes (raw asyncio servers on 127.0.0.1): every call ends with its own answer or an error, no
 answer is read from bytes meant for another call, and the gateway's resources stay bounded."""
 
@@ -15,8 +15,8 @@ import httpx2
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from gateway import mcp_wire
-from gateway.mcp_fastcall import FastCall, Handover
+from gateway.upstream.mcp import wire as mcp_wire
+from gateway.upstream.mcp.fastcall import FastCall, Handover
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -489,7 +489,7 @@ def test_a_json_answer_to_another_request_is_an_mcp_error(answer_id):
 def test_a_json_answer_past_the_bound_is_an_mcp_error_read_no_further(status):
     """A JSON answer (or an error answer) that goes on past what a tool's result could use: an MCPError once the
     bound is passed, and the gateway stops reading there (it buffered all of it, as long as the upstream sent)."""
-    from gateway.mcp_fastcall import MAX_ERROR_BYTES, MAX_JSON_BYTES
+    from gateway.upstream.mcp.fastcall import MAX_ERROR_BYTES, MAX_JSON_BYTES
 
     bound = MAX_JSON_BYTES if status == 200 else MAX_ERROR_BYTES
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from sources.mcp_upstreams import SERVERS, Upstream, alive, gateway_serving, sources_yaml, until, upstream
 
-from gateway import mcp_pool
+from gateway.upstream.mcp import pool as mcp_pool
 
 STDIO_HOSTILE = SERVERS / "stdio_hostile.py"
 

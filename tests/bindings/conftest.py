@@ -22,8 +22,8 @@ from starlette.routing import Mount, Route
 from support import ServerThread, free_socket, start_server
 
 from gateway.bindings import BuildEnv
-from gateway.catalog import Catalog, build_catalog
-from gateway.definitions import load_definitions
+from gateway.catalog.build import Catalog, build_catalog
+from gateway.definitions.load import load_definitions
 from gateway.server import demo_api
 from gateway.settings import Settings
 
@@ -239,7 +239,7 @@ def build_tools(tmp_path: Path) -> Callable[..., Catalog]:
 @pytest.fixture
 async def shared_client() -> Any:
     """A client standing in for the running gateway's pooled one, counting the requests it sends."""
-    from gateway.upstream import new_client
+    from gateway.upstream.http import new_client
 
     sent: list[httpx.Request] = []
 

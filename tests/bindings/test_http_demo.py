@@ -8,10 +8,10 @@ import httpx
 import pytest
 from support import EXAMPLES, catalog_for, serve_process
 
-from gateway.address import base_url
 from gateway.context import CallContext
 from gateway.invoke import invoke
 from gateway.settings import ApiKey, Settings, hash_key
+from gateway.upstream.address import base_url
 
 
 @pytest.fixture

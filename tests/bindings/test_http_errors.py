@@ -7,7 +7,7 @@ import inspect
 import httpx
 import pytest
 
-from gateway.upstream import MESSAGES, UPSTREAM_EXCEPTIONS, describe
+from gateway.upstream.http import MESSAGES, UPSTREAM_EXCEPTIONS, describe
 
 URL = httpx.URL("https://api.example.com/v1/items?key=not-shown")
 
@@ -50,7 +50,7 @@ def test_walk_finds_the_whole_family():
 @pytest.mark.parametrize("cls", httpx_exception_classes(), ids=lambda cls: cls.__name__)
 def test_every_httpx_exception_is_mapped(cls):
     """Each class has its own message (not only its parent's), is caught by the binding, and renders cleanly."""
-    assert cls in MESSAGES, f"httpx.{cls.__name__} has no message in gateway.upstream.MESSAGES"
+    assert cls in MESSAGES, f"httpx.{cls.__name__} has no message in gateway.upstream.http.MESSAGES"
     exc = instance(cls)
     assert isinstance(exc, UPSTREAM_EXCEPTIONS)
     message = describe(exc, URL, timeout_s=2.5)

@@ -11,8 +11,8 @@ import yaml
 from http_tools import http_tool
 
 from gateway.bindings import BuildEnv
-from gateway.catalog import Catalog, build_catalog
-from gateway.definitions import load_definitions
+from gateway.catalog.build import Catalog, build_catalog
+from gateway.definitions.load import load_definitions
 from gateway.events import Activity, EventBus, Observer
 from gateway.invoke import invoke
 from gateway.settings import Settings

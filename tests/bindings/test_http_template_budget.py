@@ -10,10 +10,10 @@ import yaml
 from http_tools import http_tool
 from support import serving
 
-from gateway.catalog import build_catalog
-from gateway.definitions import load_definitions
+from gateway.catalog.build import build_catalog
+from gateway.definitions.load import load_definitions
 from gateway.invoke import invoke
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 from gateway.server import create_app
 from gateway.settings import Settings
 

@@ -7,9 +7,9 @@ import pytest
 from http_tools import http_tool
 
 from gateway import secrets
+from gateway.bindings.jsonselect import SelectorInvalid, compile_selector
 from gateway.invoke import invoke
-from gateway.jsonselect import SelectorInvalid, compile_selector
-from gateway.templates import OMIT, RenderError, TemplateInvalid, compile_template, compile_value
+from gateway.templates.compile import OMIT, RenderError, TemplateInvalid, compile_template, compile_value
 
 
 def test_sole_expression_keeps_its_type_and_text_stays_text():

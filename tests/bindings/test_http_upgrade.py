@@ -27,7 +27,7 @@ from starlette.routing import Route
 from support import free_socket
 
 from gateway.invoke import invoke
-from gateway.upstream import new_client
+from gateway.upstream.http import new_client
 
 
 def _certificate(directory: Path) -> tuple[Path, Path]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from fake_llm import FakeLLM
 from support import REPO
 
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 
 # Added to support.CHROMIUM_ARGS: the .test origins (the app's, a stranger's) are this machine's servers.
 TEST_ORIGIN_ARGS = ("--disable-quic", "--host-resolver-rules=MAP *.test 127.0.0.1")

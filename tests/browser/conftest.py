@@ -24,7 +24,7 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Route
 from support import EXAMPLES, chromium
 
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 from gateway.server.app import create_app
 from gateway.settings import Settings
 

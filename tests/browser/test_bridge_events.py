@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gateway.bridge import Bridge
 from gateway.events import Event, EventBus, Observer
+from gateway.runtime.bridge import Bridge
 
 
 class Recorder(Observer):

@@ -10,11 +10,11 @@ from support import serving
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from gateway.bridge import Bridge, TooManySessions
 from gateway.context import CallContext
 from gateway.errors import ToolError
 from gateway.invoke import json_value
-from gateway.runtime import Gateway
+from gateway.runtime.bridge import Bridge, TooManySessions
+from gateway.runtime.gateway import Gateway
 from gateway.server import create_app
 from gateway.settings import Settings
 

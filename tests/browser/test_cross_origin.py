@@ -10,7 +10,7 @@ from playwright.async_api import Page
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 from gateway.server.app import create_app
 from gateway.settings import ApiKey, Settings, hash_key
 

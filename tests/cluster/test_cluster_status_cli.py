@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cluster_support import ADMIN_KEY, Cluster
 
-from gateway.cli import main
+from gateway.cli.main import main
 
 
 def test_status_cluster_lists_every_replica_on_one_version(cluster: Cluster, capsys, monkeypatch):

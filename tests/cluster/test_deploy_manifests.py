@@ -12,9 +12,9 @@ import pytest
 import yaml
 from support import REPO
 
-from gateway.catalog import build_catalog
-from gateway.cli import _parser
-from gateway.definitions import load_definitions
+from gateway.catalog.build import build_catalog
+from gateway.cli.main import _parser
+from gateway.definitions.load import load_definitions
 from gateway.settings import hash_key, load_settings
 
 KUBERNETES = REPO / "deploy" / "kubernetes"

@@ -23,7 +23,7 @@ from console_support import ADMIN_KEY, READER_KEY
 from playwright.async_api import Browser, BrowserContext, Page
 from support import chromium, serving
 
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 from gateway.server import create_app
 from gateway.settings import ApiKey, Settings, hash_key
 

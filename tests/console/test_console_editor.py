@@ -154,7 +154,7 @@ async def test_the_line_numbers_follow_the_text_when_it_scrolls(edited, page):
 
 
 async def test_with_auth_off_the_console_checks_a_draft_with_the_token_it_read(open_console, page):
-    """With auth off, admin writes need the console token (``admin_writes``): the console reads it from the
+    """With auth off, admin writes need the console token (``writes``): the console reads it from the
     gateway and sends it, so Check works from the gateway's own page without a key."""
     await page.goto(f"{open_console.url}/admin/#/editor/greetings.yaml")
     await expect(page.get_by_label("Contents of greetings.yaml")).not_to_have_value("")

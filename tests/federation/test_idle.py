@@ -11,7 +11,8 @@ import time
 
 from harness import IDLE
 
-from gateway import mcp_config, mcp_watch
+from gateway.upstream.mcp import config as mcp_config
+from gateway.upstream.mcp import watch as mcp_watch
 
 IDLE_S = 60
 

@@ -23,9 +23,9 @@ from openai.types.chat import ChatCompletionToolParam
 from openai.types.shared_params import FunctionDefinition
 from pydantic import TypeAdapter
 
-from gateway.catalog import Tool
-from gateway.definitions import parse_definitions
-from gateway.schemas import compile_validator
+from gateway.catalog.build import Tool
+from gateway.definitions.load import parse_definitions
+from gateway.schema.published import compile_validator
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "tool-definitions"

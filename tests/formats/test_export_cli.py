@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from gateway.catalog import build_catalog
-from gateway.cli import main
-from gateway.definitions import load_definitions
+from gateway.catalog.build import build_catalog
+from gateway.cli.main import main
+from gateway.definitions.load import load_definitions
 from gateway.settings import load_settings
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.buildcache import BuildCache
-from gateway.catalog import build_catalog
-from gateway.definitions import DefinitionsCache, load_definitions
+from gateway.catalog.build import build_catalog
+from gateway.catalog.cache import BuildCache
+from gateway.definitions.load import DefinitionsCache, load_definitions
 from gateway.errors import BadRequest
 from gateway.formats import FORMATS, render, render_tool, render_tools
 from gateway.settings import load_settings

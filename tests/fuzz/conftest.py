@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from support import CONSOLE, EXAMPLES, serving
 
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 from gateway.server import create_app
 from gateway.settings import Settings
 

@@ -17,7 +17,7 @@ import httpx
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 
 
 def fuzz(max_examples: int) -> settings:

@@ -27,7 +27,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from support import serving
 
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 from gateway.server import create_app
 from gateway.settings import Settings
 

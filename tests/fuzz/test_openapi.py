@@ -15,9 +15,9 @@ from openapi_spec_validator import validate
 from schemathesis.specs.openapi import checks as openapi_checks
 from support import serving
 
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 from gateway.server import create_app
-from gateway.server.openapi import document
+from gateway.server.rest.openapi import document
 from gateway.settings import ApiKey, Settings, hash_key
 
 REST_ROUTES = {"/healthz": {"get"}, "/status": {"get"}, "/tools": {"get"}, "/tools/{tool_id}": {"get"},

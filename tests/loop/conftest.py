@@ -19,7 +19,7 @@ from support import EXAMPLES
 
 from gateway.loop import ChatLoop, load_loop_config
 from gateway.loop.handoff import Handoffs
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 from gateway.server import chat
 from gateway.settings import Settings
 

@@ -10,11 +10,11 @@ import pytest
 from fake_llm import Reply
 from support import catalog_for
 
+from gateway.definitions.offer_rules import MAX_MATCHED_CHARS, MAX_PROGRAM_SIZE
 from gateway.errors import DefinitionsInvalid
 from gateway.loop import offer
 from gateway.loop.handoff import Handoffs
 from gateway.loop.offer import offered_for
-from gateway.offer_rules import MAX_MATCHED_CHARS, MAX_PROGRAM_SIZE
 
 TOOL = '''
 tools:

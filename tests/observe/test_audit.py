@@ -18,7 +18,7 @@ from support import CONSOLE, serve_process
 
 from gateway.events import CallActivity
 from gateway.observe import audit
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 from gateway.settings import Settings, SettingsInvalid
 
 SECRET = 'Aud1t/S3cr+t&V4l=ue xyz"q'

@@ -13,8 +13,8 @@ import pytest
 
 from gateway import secrets
 from gateway.events import CallActivity
-from gateway.logs import configure_logging
 from gateway.observe.calllog import MESSAGE, CallLog
+from gateway.observe.logs import configure_logging
 from gateway.settings import Settings
 
 SECRET_NAME = "CALLLOG_LINE_TEST_TOKEN"

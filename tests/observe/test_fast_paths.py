@@ -10,8 +10,8 @@ import os
 import pytest
 
 from gateway.events import Activity, CallActivity, Event, EventBus, Observer, new_call_id
-from gateway.logs import encoded, iso_time
 from gateway.observe.audit import call_line
+from gateway.observe.logs import encoded, iso_time
 
 ODD_VALUES = [{"a": 1, "b": "two"}, {"name": "zoë", "city": "Zürich 北京"}, {"text": "lone \ud800 surrogate"},
               {"big": 2 ** 70}, {"float": 1e16, "small": 1e-7, "half": 0.5}, {1: "int key"}, ["a", None, True],

@@ -1,4 +1,4 @@
-"""Structured logs (gateway.logs, gateway.observe.calllog): log_format json gives one JSON object per line from
+"""Structured logs (gateway.observe.logs, gateway.observe.calllog): log_format json gives one JSON object per line from
 every logger, uvicorn's included; each call logs one line carrying its call id, the id an internal error's result
 names; secrets never appear (issue 13)."""
 
@@ -13,8 +13,8 @@ import pytest
 from support import serve_process
 
 from gateway.events import CallActivity, current_call
-from gateway.logs import CallIds, JsonFormatter, TextFormatter
 from gateway.observe.calllog import CallLog
+from gateway.observe.logs import CallIds, JsonFormatter, TextFormatter
 
 TOOLS = """
 tools:
@@ -121,7 +121,7 @@ def test_iso_time_is_datetimes_text_to_the_millisecond():
     """The once-a-second cached timestamp text is what datetime writes, at second boundaries and rounding edges."""
     from datetime import UTC, datetime
 
-    from gateway.logs import iso_time
+    from gateway.observe.logs import iso_time
 
     for moment in (0.0, 1.9995, 1764508696.123, 1764508696.9999996, 1918750199.8339994, 1918750200.0004):
         expected = datetime.fromtimestamp(moment, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -14,7 +14,7 @@ from gateway.context import CallContext
 from gateway.events import CallActivity, Event, Observer
 from gateway.invoke import invoke
 from gateway.observe import slo
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 from gateway.server import create_app
 from gateway.settings import ApiKey, Settings, hash_key
 

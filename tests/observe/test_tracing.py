@@ -37,7 +37,7 @@ from support import serve_process, serving
 from gateway import observe
 from gateway.events import Event, Observer
 from gateway.observe import otel, tracing
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 from gateway.server import create_app
 from gateway.settings import Settings, SettingsInvalid
 

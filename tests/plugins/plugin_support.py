@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gateway.catalog import Catalog, build_catalog
+from gateway.catalog.build import Catalog, build_catalog
 from gateway.context import CallContext
 from gateway.errors import DefinitionsInvalid
 from gateway.invoke import invoke

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from plugin_support import catalog, problems
 
-from gateway.buildcache import BuildCache
-from gateway.catalog import Catalog, build_catalog
-from gateway.definitions import DefinitionsCache
+from gateway.catalog.build import Catalog, build_catalog
+from gateway.catalog.cache import BuildCache
+from gateway.definitions.load import DefinitionsCache
 from gateway.settings import Settings
 from gateway.sources import load_all
 

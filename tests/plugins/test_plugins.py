@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from plugin_support import GREET_PY, GREET_YAML, call, catalog, problems
 
-from gateway.cli import main
+from gateway.cli.main import main
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 from reload_support import PROBE, tool_yaml, write
 from support import start_server
 
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 from gateway.server.app import create_app
 from gateway.settings import Settings
 

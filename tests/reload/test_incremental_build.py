@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway import buildcache
-from gateway.buildcache import BuildCache
-from gateway.catalog import build_catalog
-from gateway.definitions import DefinitionsCache
+from gateway.catalog import cache as buildcache
+from gateway.catalog.build import build_catalog
+from gateway.catalog.cache import BuildCache
+from gateway.definitions.load import DefinitionsCache
 from gateway.errors import DefinitionsInvalid
 from gateway.settings import Settings
 from gateway.sources import load_all

@@ -1,6 +1,6 @@
 """MCP clients hear about reloads of prompts and resources: ``notifications/resources/updated`` for a subscribed
 resource whose file changed, and ``list_changed`` for prompts and resources whose listing changed, on a
-2025-11-25 session and on a 2026-07-28 listen stream (gateway.server.mcp_content)."""
+2025-11-25 session and on a 2026-07-28 listen stream (gateway.server.mcp.content)."""
 
 from __future__ import annotations
 

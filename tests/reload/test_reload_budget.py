@@ -17,10 +17,10 @@ import pytest
 from reload_support import tool_yaml, until, wait_until, write
 from support import CONSOLE, free_port
 
-from gateway.catalog import build_catalog
-from gateway.definitions import load_definitions
+from gateway.catalog.build import build_catalog
+from gateway.definitions.load import load_definitions
 from gateway.errors import DefinitionsInvalid
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 from gateway.settings import Settings
 
 HANG = "import time\n\ntime.sleep({seconds})\n\n\ndef f() -> str:\n    return 'never'\n"

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from reload_support import PROBE, tool_yaml, until, write
 
-from gateway.catalog import Catalog
+from gateway.catalog.build import Catalog
 from gateway.context import CallContext
 from gateway.invoke import invoke
-from gateway.reload import Reloader, reloading
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
+from gateway.runtime.reload import Reloader, reloading
 from gateway.settings import Settings
 
 

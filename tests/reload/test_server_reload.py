@@ -14,8 +14,8 @@ import httpx
 from reload_support import PROBE, tool_yaml, wait_until, write
 from support import free_port
 
-from gateway.catalog import build_catalog
-from gateway.definitions import load_definitions
+from gateway.catalog.build import build_catalog
+from gateway.definitions.load import load_definitions
 from gateway.settings import ApiKey, Settings, hash_key
 
 ADMIN_KEY = "reload-admin-key"

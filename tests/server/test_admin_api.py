@@ -15,11 +15,11 @@ from server_support import ADMIN_KEY, API_KEYS, READER_KEY
 from support import CONSOLE, EXAMPLES
 
 from gateway import secrets
-from gateway.definitions import DEFAULT_LIMITS
+from gateway.definitions.load import DEFAULT_LIMITS
+from gateway.definitions.yamlsource import parse_yaml
 from gateway.events import CallActivity
 from gateway.observe.live import KEPT, QUEUE_SIZE, TEXT_CAP, LiveCalls
-from gateway.server import admin_catalog
-from gateway.yamlsource import parse_yaml
+from gateway.server.admin import catalog as admin_catalog
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
 READER = {"Authorization": f"Bearer {READER_KEY}"}
@@ -79,8 +79,8 @@ def test_the_page_and_its_assets_need_no_key(auth_server):
     script = httpx.get(auth_server.url + "/admin/static/api.js")
     assert script.status_code == 200 and "javascript" in script.headers["content-type"]
     assert script.headers["cache-control"] == "no-cache" and script.headers["x-content-type-options"] == "nosniff"
-    for missing in ("/admin/static/", "/admin/static/nothing.js", "/admin/static/../server/admin.py",
-                    "/admin/static/%2e%2e/%2e%2e/server/admin.py"):
+    for missing in ("/admin/static/", "/admin/static/nothing.js", "/admin/static/../server/admin/surface.py",
+                    "/admin/static/%2e%2e/%2e%2e/server/admin/surface.py"):
         answer = httpx.get(auth_server.url + missing)
         assert answer.status_code == 404 and answer.json()["status"] == 404, missing
 
@@ -357,7 +357,7 @@ def test_a_reload_with_very_many_problems_keeps_a_bounded_record():
 
     from gateway.events import Event
     from gateway.observe.reloads import LISTED, Reloads
-    from gateway.runtime import ReloadOutcome
+    from gateway.runtime.gateway import ReloadOutcome
 
     gateway = SimpleNamespace(last_reload=ReloadOutcome(True, True, "v1"), catalog=SimpleNamespace(tools={}))
     reloads = Reloads(gateway)

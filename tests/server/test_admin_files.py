@@ -14,7 +14,7 @@ import pytest
 from support import CONSOLE, EXAMPLES
 
 from gateway.events import Event, Observer
-from gateway.server.admin_files import DefinitionsFiles
+from gateway.server.admin.files import DefinitionsFiles
 
 SUM_LINE = "  - id: sum"
 

@@ -14,7 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from server_support import ADMIN_KEY, READER_KEY
 
-from gateway.server.auth import Caller
+from gateway.server.http.auth import Caller
 from gateway.settings import ApiKey, hash_key
 
 MATH = {"sum", "square_root"}

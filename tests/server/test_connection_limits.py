@@ -18,7 +18,7 @@ import uvicorn
 from support import EXAMPLES, free_socket
 
 from gateway.server import create_app
-from gateway.server.connections import server_config
+from gateway.server.http.connections import server_config
 from gateway.settings import Settings
 
 HEAD = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"

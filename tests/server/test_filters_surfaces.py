@@ -16,7 +16,7 @@ from server_support import running
 from support import CONSOLE
 from websockets.asyncio.client import connect
 
-from gateway.cli import main
+from gateway.cli.main import main
 
 SCHEMA = {"type": "object", "properties": {"echo": {"type": "string"}, "secret": {"type": "string"}}}
 

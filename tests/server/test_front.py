@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 from support import CONSOLE
 
-from gateway.server.sending import _vary_origin
+from gateway.server.http.sending import _vary_origin
 
 
 def vary_headers(response: httpx.Response) -> list[str]:

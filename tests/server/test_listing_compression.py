@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from gateway.formats import FORMATS
-from gateway.server.compression import accepts_gzip
+from gateway.server.http.compression import accepts_gzip
 
 LISTINGS = ["/tools", *(f"/tools?format={fmt}" for fmt in FORMATS)]
 

@@ -13,7 +13,7 @@ from mcp_types import INVALID_PARAMS, PaginatedRequestParams
 from server_support import running
 from support import CONSOLE, EXAMPLES
 
-import gateway.server.mcp as mcp_surface
+import gateway.server.mcp.surface as mcp_surface
 
 BROWSER_ONLY = {"task_form_read", "task_form_fill"}
 SERVER_TOOLS = {"example-tool", "search_stations", "get_station", "add_reading", "get_lights", "change_state",

@@ -1,4 +1,4 @@
-"""The MCP fast path (gateway.server.mcp_fast) answers exactly as the SDK does, and is the path actually taken."""
+"""The MCP fast path (gateway.server.mcp.fast) answers exactly as the SDK does, and is the path actually taken."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from mcp.client.streamable_http import streamable_http_client
 from server_support import ADMIN_KEY, API_KEYS, READER_KEY
 from support import until_async
 
-import gateway.server.mcp as mcp_surface
-from gateway.server import mcp_fast
-from gateway.server.mcp_sessions import SharedSessions
+import gateway.server.mcp.surface as mcp_surface
+from gateway.server.mcp import fast as mcp_fast
+from gateway.server.mcp.sessions import SharedSessions
 
 LEGACY, MODERN = "2025-11-25", "2026-07-28"
 ACCEPT = {"Accept": "application/json, text/event-stream"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from gateway.server.mcp_messages import PlainCall, import_types, validated
+from gateway.server.mcp.messages import PlainCall, import_types, validated
 
 TYPES = import_types()
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
@@ -65,7 +65,7 @@ def test_the_plain_reading_is_taken_only_on_the_handshake_revisions():
 
 def test_judged_metas_are_bounded():
     """Every call naming a new progress token leaves at most ``METAS_KEPT`` judged ``_meta`` values behind."""
-    from gateway.server.mcp_messages import METAS_KEPT
+    from gateway.server.mcp.messages import METAS_KEPT
 
     for token in range(METAS_KEPT * 3):
         params = {"name": "sum", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -1,6 +1,6 @@
 """Prompts, resources and completion on /mcp with the official SDK's Client, on both revisions: listings,
 prompts/get, resources/read (text, blob, a template, an HTTP binding), completion, the toolset rule, errors
-(gateway.server.mcp_content)."""
+(gateway.server.mcp.content)."""
 
 from __future__ import annotations
 

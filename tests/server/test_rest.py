@@ -296,7 +296,7 @@ def test_origins_other_than_the_allowed_ones_are_refused(start_server, examples_
 def test_filtered_listings_are_kept_a_bounded_number_at_a_time(server):
     """A filtered listing asked again is the same bytes, made once; a caller asking for ever new filters keeps at
     most FILTERED_KEPT of them per catalog, while the listings stay right."""
-    from gateway.server.rest import FILTERED_KEPT
+    from gateway.server.rest.surface import FILTERED_KEPT
 
     with httpx.Client(base_url=server.url, timeout=30) as http:
         first = http.get("/tools?toolset=math").content

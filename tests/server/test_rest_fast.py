@@ -1,4 +1,4 @@
-"""The REST fast path (gateway.server.rest_fast) answers POST /tools/{id}/call exactly as the Starlette route does,
+"""The REST fast path (gateway.server.rest.fast) answers POST /tools/{id}/call exactly as the Starlette route does,
 tells the same events, and is the path actually taken."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from server_support import ADMIN_KEY, API_KEYS, READER_KEY
 
 from gateway.events import Event, Observer
-from gateway.server import rest_fast
+from gateway.server.rest import fast as rest_fast
 
 EXTRA_PY = '''
 import asyncio

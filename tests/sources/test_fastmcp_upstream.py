@@ -12,7 +12,7 @@ import httpx
 import pytest
 from mcp_upstreams import Upstream, gateway_serving, http_source, sources_yaml, upstream
 
-from gateway import mcp_watch
+from gateway.upstream.mcp import watch as mcp_watch
 
 MODES = {"stateful-sse": (), "stateful-json": ("--json",), "stateless-sse": ("--stateless",),
          "stateless-json": ("--stateless", "--json")}

@@ -15,7 +15,8 @@ import pytest
 from mcp import Client
 from mcp_upstreams import FILE_TEXT, GALLERY_TEXT, Upstream, gateway_serving, http_source, sources_yaml, upstream
 
-from gateway.server import mcp_fast, rest_fast
+from gateway.server.mcp import fast as mcp_fast
+from gateway.server.rest import fast as rest_fast
 
 TOKEN = "content-token-7c1e"
 

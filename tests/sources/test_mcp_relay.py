@@ -1,4 +1,4 @@
-"""Relays through an MCP-bound tool (gateway.mcp_relay): a real FastMCP 4 upstream whose tool reports progress,
+"""Relays through an MCP-bound tool (gateway.upstream.mcp.relay): a real FastMCP 4 upstream whose tool reports progress,
 logs and asks its user, called through the gateway by the official ``mcp`` client. What the upstream sends
 during the call reaches the client that made it (its progress token mapped to the client's own), the client's
 answer goes back up, and a caller that cannot answer is refused in words the upstream's tool reports."""
@@ -18,8 +18,8 @@ from mcp_upstreams import Upstream, gateway_serving, http_source, sources_yaml, 
 from support import catalog_for
 from test_mcp_upstream_fastcall import VARIANTS
 
-from gateway import mcp_client
 from gateway.errors import DefinitionsInvalid
+from gateway.upstream.mcp import client as mcp_client
 
 
 @pytest.fixture(scope="module")

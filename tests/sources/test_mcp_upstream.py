@@ -17,7 +17,7 @@ from mcp import Client
 from mcp_upstreams import STDIO_SERVER, Upstream, alive, gateway_serving, http_source, sources_yaml, until, upstream
 from support import CONSOLE, serving
 
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 from gateway.server import create_app
 from gateway.settings import Settings
 

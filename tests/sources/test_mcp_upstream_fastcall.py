@@ -1,5 +1,5 @@
-"""The gateway's own ``tools/call`` post to a streamable-HTTP upstream (``gateway.mcp_fastcall``) against the SDK's
-client call (``mcp_fastcall.ENABLED`` off, as ``TOOL_GATEWAY_MCP_UPSTREAM_FAST=0`` does): the same upstream tools,
+"""The gateway's own ``tools/call`` post to a streamable-HTTP upstream (``gateway.upstream.mcp.fastcall``) against the SDK's
+client call (``fastcall.ENABLED`` off, as ``TOOL_GATEWAY_MCP_UPSTREAM_FAST=0`` does): the same upstream tools,
 called through one gateway both ways, answer the same, on the MCPServer (FastMCP) and the low-level upstreams,
 answering with JSON bodies and with SSE streams, on both protocol revisions."""
 
@@ -16,7 +16,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_upstreams import Upstream, gateway_serving, http_source, sources_yaml, until
 
-from gateway import mcp_fastcall
+from gateway.upstream.mcp import fastcall as mcp_fastcall
 
 VARIANTS = Path(__file__).resolve().parent / "upstream_variants.py"
 MCPSERVER_CASES = [("echo", {"text": "héllo"}), ("add", {"a": 2, "b": 40}), ("fail", {"message": "boom"}),

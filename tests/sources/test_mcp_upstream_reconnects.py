@@ -17,8 +17,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 from mcp_upstreams import Upstream, gateway_serving, http_source, sources_yaml, until
 
-from gateway import mcp_watch
-from gateway.mcp_config import ListingBounds, UpstreamConfig
+from gateway.upstream.mcp import watch as mcp_watch
+from gateway.upstream.mcp.config import ListingBounds, UpstreamConfig
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from mcp_upstreams import Upstream, free_port, gateway_serving, sources_yaml, until
 
-from gateway.status_report import report
+from gateway.cli.status import report
 
 TOKEN = "hunter2-token-value"  # the source's credential: it never appears in a message
 CHALLENGE = f'Bearer error="invalid_token", error_description="The access token {TOKEN} expired"'

@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from support import serving
 
-from gateway.mcp_fastcall import MAX_RESUME_FAILURES, MAX_RESUMES
+from gateway.upstream.mcp.fastcall import MAX_RESUME_FAILURES, MAX_RESUMES
 
 TOOL = {"name": "slow", "description": "Answers on a resumed stream.", "inputSchema": {"type": "object"}}
 

@@ -13,7 +13,7 @@ import pytest
 from openapi_apis import PETSTORE, Recorder, tracker_for
 from support import serving
 
-from gateway.runtime import Gateway
+from gateway.runtime.gateway import Gateway
 from gateway.server import create_app
 from gateway.settings import Settings
 

@@ -17,9 +17,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 from support import NODE_MODULES, needs_node_modules, serving
 
-from gateway.catalog import build_catalog
-from gateway.cli import main
-from gateway.definitions import load_definitions
+from gateway.catalog.build import build_catalog
+from gateway.cli.main import main
+from gateway.definitions.load import load_definitions
 from gateway.errors import DefinitionsInvalid
 from gateway.settings import Settings
 
@@ -151,7 +151,7 @@ def test_a_url_document_down_at_start_is_served_stale_from_disk(tmp_path):
 
 def test_a_reload_reuses_the_tools_of_an_unchanged_document_and_sees_a_changed_one(write_definitions):
     """Same bytes: the same catalog; one operation edited: that tool is new, the others are the same built tools."""
-    from gateway.runtime import Gateway
+    from gateway.runtime.gateway import Gateway
 
     spec = PETSTORE.replace("BASE", "http://127.0.0.1:9")
     root = write_definitions({"specs/pets.yaml": spec, "api.yaml": """

@@ -6,9 +6,9 @@ import threading
 
 import pytest
 
-from gateway.catalog import build_catalog
+from gateway.catalog.build import build_catalog
 from gateway.context import CallContext
-from gateway.definitions import load_definitions
+from gateway.definitions.load import load_definitions
 from gateway.errors import DefinitionsInvalid
 from gateway.invoke import invoke
 from gateway.settings import Settings
@@ -151,7 +151,7 @@ def test_a_failing_kind_serves_its_last_expansion_marked_stale(write_definitions
 
 def test_a_kind_that_never_answers_does_not_hold_the_build(write_definitions, monkeypatch):
     """A kind blocked past the build's wait for sources: the build ends, the source is down, with a warning."""
-    monkeypatch.setattr("gateway.catalog.SOURCES_WAIT_S", 0.2)
+    monkeypatch.setattr("gateway.catalog.build.SOURCES_WAIT_S", 0.2)
     behaviour["block"] = threading.Event()
     try:
         catalog = _catalog(write_definitions, SOURCE.replace("pets.json", "other.json"))

@@ -13,9 +13,9 @@ import pytest
 from mcp_upstreams import Upstream, gateway_serving, http_source, sources_yaml, until, upstream
 from support import CONSOLE, catalog_for, serving
 
-from gateway import mcp_listing
 from gateway.errors import DefinitionsInvalid
 from gateway.settings import SettingsInvalid, load_settings
+from gateway.upstream.mcp import listing as mcp_listing
 
 LOCAL = ("tools:\n  - {id: local_echo, name: Echo, user_description: Echo., ai_description: Echo.,"
          " binding: {python: 'echo:echo'}}\n")

@@ -3,7 +3,7 @@
     system / developer messages      → ``system``
     assistant ``tool_calls``         → ``tool_use`` blocks
     ``role: tool`` messages          → ``tool_result`` blocks in a user turn (``is_error`` kept; a result's
-                                       images as image blocks, its other blocks as text, ``gateway.content``)
+                                       images as image blocks, its other blocks as text, ``gateway.content.blocks``)
     consecutive turns of one role    → merged, since Anthropic wants user and assistant to alternate
 
 Request parameters with an Anthropic equivalent are mapped (``max_tokens``/``max_completion_tokens``,
@@ -16,7 +16,7 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from ...content import line
+from ...content.blocks import line
 from ..messages import CONTENT_BLOCKS, ModelReply, ModelRequest, ProviderError, ToolCall, text_of, tool_call
 from .base import HttpProvider
 

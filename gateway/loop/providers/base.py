@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from ... import secrets
-from ...upstream import RETRY_STATUSES, backoff, describe, retry_after
+from ...upstream.http import RETRY_STATUSES, backoff, describe, retry_after
 from ..config import ProviderConfig
 from ..messages import ModelReply, ModelRequest, ProviderError, ProviderTimeout, Sleep
 
@@ -157,7 +157,7 @@ class HttpProvider(abc.ABC):
             raise self.failure(exc, httpx.URL(self.config.base_url)) from None
 
     def failure(self, exc: httpx.HTTPError, url: httpx.URL) -> ProviderError:
-        """An httpx exception in words, once, at the boundary (``gateway.upstream.describe``)."""
+        """An httpx exception in words, once, at the boundary (``gateway.upstream.http.describe``)."""
         kind = ProviderTimeout if isinstance(exc, httpx.TimeoutException) else ProviderError
         return kind(f"LLM provider '{self.name}': {describe(exc, url, self.config.timeout_s)}")
 

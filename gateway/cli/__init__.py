@@ -1,0 +1,1 @@
+"""The ``tool-gateway`` command: its sub-commands (``main``) and the ``status`` report."""

@@ -1,0 +1,440 @@
+"""Loading tool definitions (``gateway.definitions.model``) from a directory.
+
+Loading is the first of two phases (the second is ``build_catalog``): every file is parsed and checked on its
+own, then the files are checked against each other. Each file's outcome depends on its bytes alone, so it is
+cached by content hash: reloading a directory of 10,000 tools re-parses only the files that changed.
+
+What a file may cost is bounded (``YamlLimits``: its size, read from ``stat`` before any byte; its nodes with
+aliases expanded), and only files whose real path lies inside the real definitions directory are read: the
+rule browser scripts follow (``gateway.definitions.paths``).
+
+A file may declare ``sources:`` besides ``tools:`` (``SourceDeclaration``): they are read here as written and
+expanded into tools when the catalog is built (``gateway.sources.select``); and ``prompts:`` and ``resources:``
+(``gateway.definitions.prompts_resources``), built with the catalog too. A YAML file whose top level has an
+``openapi:`` or ``swagger:`` key is a document a source reads, not a definitions file: it is not parsed here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import Problem
+from ..schema.published import definitions_validator
+from ..settings import Settings
+from . import checks
+from .binding_kinds import SERVER_BINDINGS
+from .filedigests import FileDigests, FileRefused
+from .model import Scope, SourceDeclaration, ToolDefinition
+from .paths import outside_message, real_inside, unfollowable_message
+from .prompts_resources import KEYS, Declared, declared, repeated_keys
+from .toolids import ToolIds
+from .yamlbudget import YamlLimits
+from .yamlsource import ParsedStore, YamlDocument, keep_document, kept_document, parse_yaml
+
+YAML_SUFFIXES = (".yaml", ".yml")
+DEFAULT_LIMITS = YamlLimits.from_settings(Settings())
+# The keys of a `sources:` entry besides its kind's (`openapi:`, `mcp:`), which the schema requires one of.
+SOURCE_KEYS = frozenset({"id", "include", "exclude", "prefix", "tools", "hidden", "toolsets", "tags", "timeout_s"})
+# A definitions file cannot have these top-level keys (the schema allows none but its own): an API document.
+_SCOPES = {scope.value: scope for scope in Scope}
+# Top-level keys besides `tools:` whose entries are read from the document itself, not from kept rows.
+_DECLARED_BESIDE = frozenset({"sources", "overrides", "prompts", "resources"})
+_API_DOCUMENT = re.compile(r"^[\"']?(openapi|swagger)[\"']?\s*:", re.MULTILINE)
+
+
+@dataclass(frozen=True, eq=False)
+class Override:
+    """``overrides: [{tool: id, ...}]``: an admin's change to a tool declared elsewhere (a plugin's)."""
+
+    tool: str
+    changes: Mapping[str, Any]  # the keys given besides `tool`: enabled, descriptions, scope, toolsets, ...
+    document: YamlDocument
+    index: int
+
+    def problem(self, key: str, message: str) -> Problem:
+        return self.document.problem(["overrides", self.index, key], message)
+
+
+@dataclass(frozen=True, eq=False)
+class FileDefinitions:
+    file: str
+    digest: str
+    tools: tuple[ToolDefinition, ...]  # every tool with an id, for cross-file checks
+    problems: tuple[Problem, ...]
+    broken: frozenset[int] = frozenset()  # indices of tools with problems: not built, not served
+    overrides: tuple[Override, ...] = ()
+    sources: tuple[SourceDeclaration, ...] = ()  # the well-formed entries of `sources:`
+    api_document: bool = False  # an OpenAPI document (read by a source), not a definitions file
+    prompts: tuple[Declared, ...] = ()  # the well-formed entries of `prompts:`
+    resources: tuple[Declared, ...] = ()  # and of `resources:`
+
+    @property
+    def buildable(self) -> tuple[ToolDefinition, ...]:
+        if not self.broken:  # the common case, asked for every file on every reload
+            return self.tools
+        return tuple(tool for tool in self.tools if tool.index not in self.broken)
+
+
+@dataclass(frozen=True, eq=False)
+class Definitions:
+    """Every definition in a directory, with every problem found while loading it."""
+
+    root: Path
+    files: tuple[FileDefinitions, ...]
+    problems: tuple[Problem, ...]
+    repeated: frozenset[str] = frozenset()  # ids declared more than once (each repeat is one of the problems)
+
+    @property
+    def tools(self) -> list[ToolDefinition]:
+        """The tools that passed every check so far, in file order."""
+        return [tool for file in self.files for tool in file.buildable]
+
+    @property
+    def overrides(self) -> list[Override]:
+        return [override for file in self.files for override in file.overrides]
+
+    @property
+    def sources(self) -> list[SourceDeclaration]:
+        """The sources every file declares, in file order (a repeated id was reported; the first is kept)."""
+        return [source for file in self.files for source in file.sources]
+
+    @property
+    def prompts(self) -> list[Declared]:
+        return [prompt for file in self.files for prompt in file.prompts]
+
+    @property
+    def resources(self) -> list[Declared]:
+        return [resource for file in self.files for resource in file.resources]
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256("".join(f.file + f.digest for f in self.files).encode()).hexdigest()
+
+
+def parse_definitions(file: str, text: str, limits: YamlLimits = DEFAULT_LIMITS,
+                      store: ParsedStore | None = None, digest: str | None = None) -> FileDefinitions:
+    """Parse and check one definitions file on its own.
+
+    A file that parsed and checked without a problem is kept in ``store`` (``gateway.catalog.disk_cache``): the same
+    text under the same limits (and gateway code) is then neither parsed nor checked again.
+    """
+    digest = digest or hashlib.sha256(text.encode()).hexdigest()  # a loaded file's is known: of the same bytes
+    kept = kept_document(file, text, digest, limits, store) if store is not None else None
+    trusted = kept is not None
+    problems: list[Problem] = []
+    if kept is not None:
+        document, rows = kept
+        if isinstance(document.data, dict) and rows is not None \
+                and not _DECLARED_BESIDE.intersection(document.data):  # the common file: tools made from rows
+            return FileDefinitions(file, digest, tuple(_from_row(row, document) for row in rows), ())
+    else:
+        document, problems = parse_yaml(file, text, limits)
+    if document is None:
+        return FileDefinitions(file, digest, (), tuple(problems))
+    shape_problems, misshapen = ([], set()) if trusted else checks.check_document(document)
+    problems += shape_problems
+    tools: list[ToolDefinition] = []
+    broken: set[int] = set(misshapen)
+    raw_tools = document.data.get("tools") if isinstance(document.data, dict) else None
+    for index, raw in enumerate(raw_tools if isinstance(raw_tools, list) else []):
+        if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not isinstance(raw.get("binding"), dict):
+            continue  # already reported by the schema check; nothing usable to build
+        tool = _definition(raw, document, index)
+        if index not in misshapen and not trusted:  # a misshapen tool's semantic checks would only add noise
+            tool_problems = checks.check_tool(tool)
+            problems += tool_problems
+            broken.update([index] if tool_problems else [])
+        tools.append(tool)
+    raw_overrides = document.data.get("overrides") if isinstance(document.data, dict) else None
+    overrides = tuple(
+        Override(raw["tool"], {k: v for k, v in raw.items() if k != "tool"}, document, index)
+        for index, raw in enumerate(raw_overrides if isinstance(raw_overrides, list) else [])
+        if isinstance(raw, dict) and isinstance(raw.get("tool"), str)  # else the schema check reported it
+    )
+    sources = _sources(document, problems)
+    prompts, resources = (declared(document, section, _misshapen(document, section)) for section in KEYS)
+    if store is not None and not trusted and not problems:
+        keep_document(document, digest, limits, store, tuple(_row(tool) for tool in tools))
+    problems.sort(key=lambda p: (p.line, p.column))
+    return FileDefinitions(file, digest, tuple(tools), tuple(problems), frozenset(broken), overrides, sources,
+                           prompts=prompts, resources=resources)
+
+
+def _misshapen(document: YamlDocument, section: str) -> set[int]:
+    """The indices of the entries of ``section`` the schema check reported a problem in."""
+    raw = document.data.get(section) if isinstance(document.data, dict) else None
+    if not isinstance(raw, list):
+        return set()
+    return {error.absolute_path[1] for error in definitions_validator().iter_errors({section: raw})
+            if len(error.absolute_path) >= 2}
+
+
+def _sources(document: YamlDocument, problems: list[Problem]) -> tuple[SourceDeclaration, ...]:
+    """The entries of `sources:` the schema check let through whole (it reported the others)."""
+    raw_sources = document.data.get("sources") if isinstance(document.data, dict) else None
+    if not isinstance(raw_sources, list):
+        return ()
+    # The schema check reported what is wrong in an entry; such an entry is not expanded (its kind would read it).
+    misshapen = _misshapen(document, "sources")
+    found: dict[str, SourceDeclaration] = {}
+    for index, raw in enumerate(raw_sources):
+        if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or index in misshapen:
+            continue
+        kinds = [key for key in raw if key not in SOURCE_KEYS]  # the schema allows only the kinds' keys besides
+        if len(kinds) != 1:
+            got = " and ".join(kinds) if kinds else "none"
+            problems.append(document.problem(["sources", index], f"source '{raw['id']}': give exactly one kind "
+                                                                 f"(openapi or mcp), got {got}"))
+            continue
+        if not isinstance(raw[kinds[0]], dict):
+            continue  # the schema's problem
+        source = SourceDeclaration(raw["id"], kinds[0], raw, document, index)
+        earlier = found.setdefault(source.id, source)
+        if earlier is not source:
+            problems.append(source.problem(["id"], f"duplicate source id (first declared at {_at(earlier)})"))
+    return tuple(found.values())
+
+
+def _at(source: SourceDeclaration) -> str:
+    line, column = source.document.position([*source.path, "id"]) if source.document else (1, 1)
+    return f"{source.file}:{line}:{column}"
+
+
+def duplicate_sources(files: Iterable[FileDefinitions]) -> list[Problem]:
+    """One problem per source id declared in two files, at the repeat; the first declaration is kept."""
+    first: dict[str, SourceDeclaration] = {}
+    problems = []
+    for file in files:
+        for source in file.sources:
+            earlier = first.setdefault(source.id, source)
+            if earlier is not source:
+                problems.append(source.problem(["id"], f"duplicate source id (first declared at {_at(earlier)})"))
+    return problems
+
+
+def api_documents(files: Iterable[FileDefinitions]) -> list[Problem]:
+    """A warning for each API document below the definitions directory that no source names as its ``spec``."""
+    files = list(files)
+    if not any(f.api_document for f in files):  # the common case: no set of every source's spec to make
+        return []
+    named = {os.path.normpath(str(source.settings.get("spec", ""))) for f in files for source in f.sources}
+    return [Problem(f.file, 1, 1, "an OpenAPI document, not a definitions file, and no source names it as its "
+                                  "spec: its operations are not served (declare `sources: [{id: ..., openapi: "
+                                  f"{{spec: {f.file}}}}}]`)", "warning")
+            for f in files if f.api_document and os.path.normpath(f.file) not in named]
+
+
+def _definition(raw: dict[str, Any], document: YamlDocument, index: int) -> ToolDefinition:
+    binding = raw["binding"]
+    scope = raw.get("scope")
+    if isinstance(scope, str) and scope.lower() in _SCOPES:
+        resolved = _SCOPES[scope.lower()]
+    elif "browser" in binding:
+        resolved = Scope.ALL if any(kind in binding for kind in SERVER_BINDINGS) else Scope.CLIENT
+    else:
+        resolved = Scope.SERVER
+    return ToolDefinition(
+        id=raw["id"],
+        name=str(raw.get("name", "")),
+        user_description=str(raw.get("user_description", "")),
+        ai_description=str(raw.get("ai_description", "")),
+        scope=resolved,
+        binding=binding,
+        input_schema=raw.get("input_schema"),
+        output_schema=raw.get("output_schema"),
+        tags=_labels(raw.get("tags")),
+        toolsets=_labels(raw.get("toolsets")),
+        timeout_s=raw.get("timeout_s"),
+        rate_limit=raw["rate_limit"] if isinstance(raw.get("rate_limit"), dict) else None,
+        annotations=raw.get("annotations") or {},
+        return_direct=bool(raw.get("return_direct", False)),
+        max_calls=raw.get("max_calls"),
+        offer=raw.get("offer"),
+        return_schema=raw.get("return_schema"),
+        filters=tuple(raw["filters"]) if isinstance(raw.get("filters"), list) else (),
+        audit_arguments=_mapping(raw.get("audit")).get("arguments", True) is not False,
+        slo=raw["slo"] if isinstance(raw.get("slo"), dict) else None,
+        examples=tuple(e for e in raw["examples"] if isinstance(e, dict)) if isinstance(raw.get("examples"), list)
+        else (),
+        document=document,
+        index=index,
+    )
+
+
+# A definition kept on disk (gateway.catalog.disk_cache) is the tuple of what ``_definition`` made of its YAML, in the
+# field order of ToolDefinition up to ``examples`` (its scope by value), after its index: made again positionally,
+# it costs half of ``_definition`` (10,000 tools: ~40 ms of a warm start). Fields after ``examples`` are a YAML
+# tool's defaults. tests/test_warm_restart.py proves the two ways give equal definitions.
+_ROW_FIELDS = ("id", "name", "user_description", "ai_description", "scope", "binding", "input_schema",
+               "output_schema", "tags", "toolsets", "timeout_s", "rate_limit", "annotations", "return_direct",
+               "max_calls", "offer", "return_schema", "filters", "audit_arguments", "slo", "examples")
+
+
+def _row(tool: ToolDefinition) -> tuple[Any, ...]:
+    return (tool.index, *(getattr(tool, name) for name in _ROW_FIELDS[:4]), tool.scope.value,
+            *(getattr(tool, name) for name in _ROW_FIELDS[5:]))
+
+
+def _from_row(row: tuple[Any, ...], document: YamlDocument) -> ToolDefinition:
+    return ToolDefinition(row[1], row[2], row[3], row[4], _SCOPES[row[5]], *row[6:], {}, None, None, document,
+                          row[0])
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _labels(value: Any) -> tuple[str, ...]:
+    # A misshapen tool is still made (its id takes part in the cross-file checks) before the schema check's problem
+    # is reported: `tags: 5` must not crash here, and `tags: "abc"` must not become its letters.
+    return tuple(value) if isinstance(value, list) else ()
+
+
+def yaml_files(root: Path, label: str = "") -> tuple[list[tuple[str, str]], list[Problem]]:
+    """(path, path shown in messages: ``label`` then the path relative to ``root``, with '/') of every YAML file
+    below ``root``, and a problem for each link that leads outside it.
+
+    Stable order (a directory's files, then its subdirectories, by name); hidden files and directories are
+    skipped. Links are followed while they stay inside the real definitions directory, so a Kubernetes ConfigMap
+    mount (names linked through ``..data`` to a hidden ``..<timestamp>`` directory) works. A YAML file linked
+    from outside is an error, as a browser script there is; a directory linked from outside is not searched and
+    a warning says so (it may be ``python/``, whose modules the python binding finds under its own rule). A link
+    that cannot be followed (links leading round: ``a -> b -> a``, a link to itself) is a problem at it, the same
+    way (an error for a YAML name, else a warning); a directory linked to one it is inside is walked once.
+    """
+    base = os.path.realpath(root)
+    found: list[tuple[str, str]] = []
+    refused: list[Problem] = []
+    visited: set[str] = set()  # real directories already walked: a symlink loop is walked once
+    pending = [(str(root), label)]
+    while pending:
+        directory, prefix = pending.pop()
+        real = os.path.realpath(directory)
+        if real in visited:
+            continue
+        visited.add(real)
+        try:
+            entries = sorted((e for e in os.scandir(directory) if not e.name.startswith(".")), key=lambda e: e.name)
+        except OSError:  # vanished or unreadable since it was listed: the next build settles it
+            continue
+        subdirectories = []
+        for entry in entries:
+            shown = prefix + entry.name
+            is_yaml = entry.name.endswith(YAML_SUFFIXES)
+            try:
+                is_dir = entry.is_dir()
+            except OSError as exc:  # ELOOP: links that lead round (a -> b -> a, a link to itself) reach nothing
+                # A YAML name is a definitions file that cannot be read, as any other; any other name may have been
+                # a directory of them.
+                consequence = "not loaded" if is_yaml else "not searched for definitions"
+                refused.append(Problem(shown, 1, 1, unfollowable_message(entry.path, root, exc, consequence),
+                                       "error" if is_yaml else "warning"))
+                continue
+            if is_dir:
+                if not entry.is_symlink() or real_inside(entry.path, base):
+                    subdirectories.append((entry.path, shown + "/"))
+                else:
+                    message = outside_message(entry.path, "YAML files there are not loaded")
+                    refused.append(Problem(shown + "/", 1, 1, message, "warning"))
+            elif is_yaml and entry.is_symlink() and not real_inside(entry.path, base):
+                refused.append(Problem(shown, 1, 1, outside_message(entry.path, "not loaded")))
+            elif is_yaml:
+                found.append((entry.path, shown))
+        pending += reversed(subdirectories)
+    return found, refused
+
+
+class DefinitionsCache:
+    """Parsed files keyed by (path, content hash); a reload re-parses only what changed.
+
+    Files are read again only when their stat signature changed (``FileDigests``), so a reload of 1,000 unchanged
+    files costs 1,000 ``stat`` calls.
+    """
+
+    def __init__(self, store: ParsedStore | None = None) -> None:
+        self.store = store  # parses kept between runs (a serving gateway's), or None
+        # Shown name -> the file parsed under it last: an edit replaces its entry, so only deletions leave any.
+        self._files: dict[str, FileDefinitions] = {}
+        self._digests = FileDigests()
+        self._plugins: dict[str, DefinitionsCache] = {}
+        self.ids = ToolIds()  # where each id is declared: repeats are found in what changed
+
+    def plugin(self, name: str) -> DefinitionsCache:
+        """The cache of plugin ``name``'s files: each source keeps (and retains) its own."""
+        return self._plugins.setdefault(name, DefinitionsCache())
+
+    def load(self, path: str, file: str, limits: YamlLimits) -> FileDefinitions:
+        """The definitions in the file at ``path`` (shown as ``file``); raises ``OSError`` if it cannot be read,
+        ``FileRefused`` if it is larger than ``limits`` allow or not a regular file."""
+        digest, data = self._digests.read(path, limits.max_file_bytes)
+        cached = self._files.get(file)
+        if cached is None or cached.digest != digest:
+            if data is None:  # its digest is known from an earlier read, but it was not parsed under this name
+                # Read again with its digest: the bytes may have changed since, and a kept parse is named by it.
+                digest, data = self._digests.read(path, limits.max_file_bytes, force=True)
+                data = data or b""
+            cached = self._files[file] = _parse_bytes(file, data, limits, self.store, digest)
+        return cached
+
+    def retain(self, keep: Sequence[FileDefinitions]) -> None:
+        """Forget every parsed file that is not in ``keep`` (the files of the latest load, each from ``load``)."""
+        if len(self._files) > len(keep):  # each kept one has its entry: only then is anything stale
+            wanted = {f.file for f in keep}
+            self._files = {name: parsed for name, parsed in self._files.items() if name in wanted}
+        self._digests.sweep()
+        if self.store is not None:
+            self.store.retain(f.digest for f in keep)
+
+
+def _parse_bytes(file: str, data: bytes, limits: YamlLimits, store: ParsedStore | None, digest: str) -> FileDefinitions:
+    """The definitions of ``data``, whose SHA-256 is ``digest``."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return FileDefinitions(file, digest, (), (Problem(file, 1, 1, f"not UTF-8: {exc}"),))
+    # The substring tests are C-fast and settle almost every file: the pattern runs only where a name occurs.
+    if (("openapi" in text or "swagger" in text) and _API_DOCUMENT.search(text, 0, 65_536)
+            and not re.search(r"^tools\s*:", text, re.MULTILINE)):
+        return FileDefinitions(file, digest, (), (), api_document=True)
+    return parse_definitions(file, text, limits, store, digest)
+
+
+def load_definitions(root: str | os.PathLike[str], cache: DefinitionsCache | None = None, *,
+                     limits: YamlLimits = DEFAULT_LIMITS, label: str = "") -> Definitions:
+    """Load every definitions file below ``root``, collecting every problem (never stopping at the first).
+
+    Files are named in messages by their path below ``root`` after ``label`` (a plugin's ``<name>:``).
+    """
+    root = Path(root)
+    if not root.is_dir():
+        problem = Problem(label or str(root), 1, 1, "definitions directory does not exist")
+        return Definitions(root, (), (problem,))
+    cache = cache if cache is not None else DefinitionsCache()
+    files: list[FileDefinitions] = []
+    paths, problems = yaml_files(root, label)
+    for path, shown in paths:
+        try:
+            parsed = cache.load(path, shown, limits)
+        except FileNotFoundError:
+            continue  # deleted since listing, or a dangling link (a ConfigMap key mid-removal): not there
+        except FileRefused as exc:
+            problems.append(Problem(shown, 1, 1, str(exc)))
+            continue
+        except OSError as exc:  # unreadable
+            problems.append(Problem(shown, 1, 1, f"cannot read file: {exc.strerror}"))
+            continue
+        files.append(parsed)
+        problems += parsed.problems
+    cache.retain(files)
+    repeats, repeated = cache.ids.update(files)
+    problems += repeats
+    problems += duplicate_sources(files)
+    problems += repeated_keys(entry for file in files for entry in (*file.prompts, *file.resources))
+    problems += api_documents(files)
+    return Definitions(root, tuple(files), tuple(problems), repeated)

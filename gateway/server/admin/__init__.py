@@ -1,0 +1,2 @@
+"""The admin API and console: the catalog view, editing and saving definition files, templates, and the guarded
+writes."""

@@ -1,0 +1,317 @@
+"""The MCP fast path: one ``tools/call`` or ``tools/list`` POSTed to ``/mcp``, answered without the SDK's
+per-request machinery (a transport, a dispatcher, a task, pydantic models of every message), with the SDK's own
+answer: the same checks, handlers, result shaping and framing.
+
+What it takes — a request in the plainest form real clients send, where the SDK's answer is known:
+
+- one JSON-RPC request object (``jsonrpc``, ``id``, ``method``, ``params`` and nothing else), the method
+  ``tools/call`` or ``tools/list``, ``Content-Type: application/json``, an ``Accept`` that takes JSON;
+- 2026-07-28 (an ``MCP-Protocol-Version`` header that is not a handshake revision): the envelope in ``_meta``
+  and the ``Mcp-Method``/``Mcp-Name`` headers agreeing with it, each routing header once, no base64-wrapped
+  name, and no ``x-mcp-header`` parameters on the called tool (whose ``Mcp-Param-*`` headers the SDK checks);
+- 2025-11-25 (or any handshake revision): an ``Mcp-Session-Id`` this replica holds (initialised, not ended) or
+  one whose record another replica stored (``mcp.sessions``), exactly as the SDK path would serve it; the
+  session's negotiated revision is the one its params are checked and its result shaped for;
+- params that the SDK's own validators (``mcp_types.methods``) accept for that revision.
+
+Anything else — a batch, a notification, another method, a missing or odd header, a session this replica
+cannot vouch for, a tracer provider configured (the SDK's span) — goes to the SDK unchanged. ``ENABLED`` is the
+switch (tests compare both paths). A ``tools/list`` page is serialised once per catalog, kind of caller, page
+and revision (``Catalog.memo``) and reused as bytes.
+
+What a request must be for it, and how its answer is shaped, is ``mcp.messages``. ``McpSurface.fast_post`` hands
+it a POST from ``front.Front``, below Starlette's exception and routing layers; a browser's POST (``Origin``) comes
+through them, to ``McpSurface.__call__``.
+
+A 2025-11-25 client may cancel a call with ``notifications/cancelled`` on its session: that notification still
+goes to the SDK (which refuses another key's), and a fast call it names, if the same key made it, is cancelled and answered ``-32800 Request cancelled`` as the SDK's
+transport answers one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
+
+from starlette.types import Scope, Send
+
+from ..http.auth import SCOPE_KEY
+from .messages import (
+    INTERNAL_ERROR,
+    JSON_BYTES,
+    MODERN_ERROR_STATUS,
+    REQUEST_CANCELLED,
+    ROUTING_HEADERS,
+    ProtocolError,
+    Types,
+    call_shaped,
+    coerce_id,
+    duplicated,
+    plain_post,
+    request_of,
+    to_json,
+    validated,
+)
+
+log = logging.getLogger("gateway.mcp")
+# Tests switch it off to compare with the SDK's own answers; TOOL_GATEWAY_MCP_FAST=0 does for a server process
+# (bench_speed.py compares both in one run).
+ENABLED = os.environ.get("TOOL_GATEWAY_MCP_FAST", "1") != "0"
+# The SDK answers every request it is handed with one JSON body (``mcp.sdk``; a call of a tool that talks to its
+# client never reaches the fast path, ``McpSurface.talks``): the framing the fast path reproduces. With SSE answers
+# configured, it would step aside.
+JSON_RESPONSES = True
+SERVER_NAME = "tool-gateway"
+SERVER_TITLE = "Tool gateway"
+CACHE_HINTS = {"tools/list": (0, "private")}  # method -> (ttl_ms, scope) of the SDK's cache hint
+
+
+class Surface(Protocol):
+    """What the fast path (and ``mcp.sdk``) use of ``McpSurface``: its handlers and views, without an import of
+    it (which imports both)."""
+
+    gateway: Any
+    version: str
+    traced: bool
+    sdk: Any  # mcp_sdk.SdkServer, once running
+
+    def input_schema(self, name: str) -> Any: ...
+    def list_view(self, caller: Any, headers: Mapping[str, str], params: Any) -> tuple[Any, tuple[Any, ...], int]: ...
+    def list_page(self, catalog: Any, key: tuple[Any, ...], start: int, caller: Any) -> dict[str, Any]: ...
+    def page_key(self, key: tuple[Any, ...], start: int) -> tuple[Any, ...] | None: ...
+    async def call_tool(self, caller: Any, headers: Mapping[str, str], request_id: Any,
+                        params: Any, client: Any = ...) -> dict[str, Any]: ...
+    async def loaded_types(self) -> Types: ...
+
+
+class FastPath:
+    """The fast path of one ``McpSurface``."""
+
+    def __init__(self, surface: Surface):
+        self.surface = surface
+        self.types: Types | None = None
+        self._server_info: dict[str, Any] = {}
+        # (owner's key name, session id, request id) -> a call in flight: the owner is part of the key so that
+        # another key's notifications/cancelled naming the session never finds (and ends) the owner's call.
+        self._cancellable: dict[tuple[str | None, str, Any], _Call] = {}
+
+    def types_loaded(self, types: Types) -> None:
+        self.types = types
+        self._server_info = types.implementation(name=SERVER_NAME, version=self.surface.version,
+                                                 title=SERVER_TITLE).model_dump(by_alias=True, mode="json",
+                                                                                exclude_none=True)
+
+    async def answer(self, scope: Scope, send: Send, message: Any, headers: Mapping[str, str],
+                     added: Sequence[tuple[bytes, bytes]] = ()) -> bool:
+        """Answer ``message`` (a screened POST body; ``headers``: the request's ``first_headers``; ``added``:
+        headers to send after the answer's own) and say so, or leave it (False) to the SDK, untouched."""
+        if not ENABLED or not JSON_RESPONSES or self.surface.traced or type(message) is not dict:
+            return False
+        if message.get("method") == "notifications/cancelled":
+            self._cancel(scope, headers, message)
+            return False
+        request = request_of(message)
+        if request is None:
+            return False
+        if not plain_post(headers):
+            return False
+        types = self.types or await self.surface.loaded_types()
+        requested = headers.get("mcp-protocol-version")
+        if requested is not None and requested not in types.handshake:
+            return await self._modern(scope, send, headers, request, types, added)
+        return await self._legacy(scope, send, headers, request, types, added)
+
+    # -- the two revisions ----------------------------------------------------------------------------------
+
+    async def _modern(self, scope: Scope, send: Send, headers: Mapping[str, str],
+                      request: tuple[Any, str, Any], types: Types, added: Sequence[tuple[bytes, bytes]]) -> bool:
+        request_id, method, params = request
+        if duplicated(scope, ROUTING_HEADERS) or not self._envelope_agrees(headers, method, params, types):
+            return False
+        if method == "tools/call":
+            name = params.get("name")
+            if not isinstance(name, str) or self.surface.input_schema(name) is not None:
+                return False
+        version = headers["mcp-protocol-version"]
+        typed = validated(types, method, version, params)
+        if typed is None:
+            return False
+        outcome = await self._outcome(scope, headers, request_id, method, version, typed, types, None)
+        status = MODERN_ERROR_STATUS.get(outcome.code, 200) if outcome.code is not None else 200
+        await _respond(send, status, [(b"content-length", b"%d" % len(outcome.body)), (b"content-type", JSON_BYTES),
+                                      *added], outcome.body)
+        return True
+
+    async def _legacy(self, scope: Scope, send: Send, headers: Mapping[str, str],
+                      request: tuple[Any, str, Any], types: Types, added: Sequence[tuple[bytes, bytes]]) -> bool:
+        request_id, method, params = request
+        session_id = headers.get("mcp-session-id")
+        sdk = self.surface.sdk
+        # No session: the SDK opens one. No SDK yet: no session can be held here. scope["user"]: the SDK's own
+        # credential check of a session (the gateway's auth never sets it).
+        if session_id is None or sdk is None or "user" in scope:
+            return False
+        session = await sdk.sessions.fast_session(session_id, scope[SCOPE_KEY].name)
+        if session is None:
+            return False
+        typed = validated(types, method, session.version, params)
+        if typed is None:
+            return False
+        with session.serving():
+            cancellable = (scope[SCOPE_KEY].name, session_id, coerce_id(request_id)) if session.held else None
+            outcome = await self._outcome(scope, headers, request_id, method, session.version, typed, types,
+                                          cancellable)
+            await _respond(send, 200, [(b"content-type", JSON_BYTES), (b"mcp-session-id", session_id.encode("latin-1")),
+                                       (b"content-length", b"%d" % len(outcome.body)), *added], outcome.body)
+        return True
+
+    def _envelope_agrees(self, headers: Mapping[str, str], method: str, params: Any, types: Types) -> bool:
+        """Whether the SDK's 2026-07-28 classifier routes this request (``classify_inbound_request``'s ladder,
+        the accepting branch only; a base64-wrapped ``Mcp-Name`` is left to it)."""
+        meta = params.get("_meta") if params is not None else None
+        if type(meta) is not dict or types.version_key not in meta or types.capabilities_key not in meta:
+            return False
+        version = meta[types.version_key]
+        if headers.get("mcp-protocol-version") != version or headers.get("mcp-method") != method:
+            return False
+        if method == "tools/call" and params.get("name") is not None:
+            name = headers.get("mcp-name")
+            if name is None or name.startswith("=?base64?") or name != params["name"]:
+                return False
+        return isinstance(version, str) and version in types.modern
+
+    # -- the answer -----------------------------------------------------------------------------------------
+
+    async def _outcome(self, scope: Scope, headers: Mapping[str, str], request_id: Any, method: str, version: str,
+                       typed: Any, types: Types, cancellable: tuple[str | None, str, Any] | None) -> _Outcome:
+        modern = version in types.modern
+        caller = scope[SCOPE_KEY]
+        call = _Call() if cancellable is not None else None
+        try:
+            if cancellable is not None:
+                self._cancellable[cancellable] = call
+            try:
+                if method == "tools/list":
+                    result = self._page(caller, headers, typed, version, types)
+                else:
+                    shaped = self._shaped(types, method, version,
+                                          await self.surface.call_tool(caller, headers, request_id, typed))
+                    result = to_json(shaped)
+            except asyncio.CancelledError:
+                if call is None or not call.taken():  # not (only) the client's cancellation: it goes on
+                    raise
+            finally:
+                if cancellable is not None and self._cancellable.get(cancellable) is call:
+                    del self._cancellable[cancellable]
+        except ProtocolError as exc:
+            error = _Outcome.error(request_id, exc.code, exc.message)
+        except Exception as exc:
+            log.exception("MCP %s failed", method)
+            # As the SDK answers: a generic internal error on 2026-07-28; on the handshake revisions its
+            # dispatcher pins code 0 and the exception's text.
+            error = (_Outcome.error(request_id, INTERNAL_ERROR, "Internal server error") if modern
+                     else _Outcome.error(request_id, 0, str(exc)))
+        else:
+            error = None
+        if call is not None and call.cancelled:  # answered so on the 2025 wire, whatever the call came to
+            call.taken()
+            return _Outcome.error(request_id, REQUEST_CANCELLED, "Request cancelled")
+        if error is not None:
+            return error
+        return _Outcome(b'{"jsonrpc":"2.0","id":' + to_json(request_id) + b',"result":' + result + b"}")
+
+    def _page(self, caller: Any, headers: Mapping[str, str], typed: Any, version: str, types: Types) -> bytes:
+        """A ``tools/list`` result as bytes: a page that starts where the surface's pages start is kept in the
+        catalog's memo (per kind of caller and revision); one at a cursor a client made up is not."""
+        catalog, key, start = self.surface.list_view(caller, headers, typed)
+
+        def page() -> bytes:
+            listed = self.surface.list_page(catalog, key, start, caller)
+            return to_json(self._shaped(types, "tools/list", version, listed))
+
+        kept = self.surface.page_key(key, start)
+        return page() if kept is None else catalog.memo((*kept, version), page)
+
+    def _shaped(self, types: Types, method: str, version: str, result: dict[str, Any]) -> dict[str, Any]:
+        """A handler's result as the SDK shapes it for the wire (``ServerRunner._serialize``): the cache hint,
+        the revision's own result schema (fields it lacks dropped), then on 2026-07-28 ``resultType`` and the
+        server's identity in ``_meta``."""
+        hint = CACHE_HINTS.get(method)
+        if hint is not None:
+            result = {"ttlMs": hint[0], "cacheScope": hint[1], **result}
+        shaped = call_shaped(version, result) if method == "tools/call" else None
+        if shaped is None:
+            try:
+                shaped = types.serialize(method, version, result)
+            except ValueError:  # pydantic's ValidationError
+                log.exception("handler for %r returned an invalid result", method)
+                raise ProtocolError(INTERNAL_ERROR, "Handler returned an invalid result") from None
+        if version in types.modern:
+            if shaped.get("resultType") is None:
+                shaped["resultType"] = "complete"
+            meta = shaped.get("_meta")
+            if meta is None or (isinstance(meta, dict) and meta.get(types.server_info_key) is None):
+                shaped["_meta"] = {**(meta or {}), types.server_info_key: dict(self._server_info)}
+        return shaped
+
+    def _cancel(self, scope: Scope, headers: Mapping[str, str], message: dict[str, Any]) -> None:
+        session_id = headers.get("mcp-session-id")
+        params = message.get("params")
+        if session_id is None or not isinstance(params, dict):
+            return
+        request_id = params.get("requestId")
+        if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+            return
+        call = self._cancellable.get((scope[SCOPE_KEY].name, session_id, coerce_id(request_id)))
+        if call is not None and not call.cancelled:
+            call.cancel()
+
+
+class _Call:
+    """A fast call a 2025-11-25 client may cancel: its request's task, cancelled once. (An anyio ``CancelScope``
+    did this at ~9 µs a call, cancelled or not; the task's own cancel count costs nothing until used.)"""
+
+    __slots__ = ("cancelled", "pending", "task")
+
+    def __init__(self) -> None:
+        self.task = asyncio.current_task()
+        self.cancelled = self.pending = False
+
+    def cancel(self) -> None:
+        self.cancelled = self.pending = True
+        self.task.cancel()  # the task waits inside the call (it is registered only meanwhile): raised there
+
+    def taken(self) -> bool:
+        """Take back this call's cancellation from the task, once (whether the call saw it or swallowed it);
+        whether the task is left with no other cancellation to carry on."""
+        if self.pending:
+            self.pending = False
+            return self.task.uncancel() == 0
+        return False
+
+
+class _Outcome(NamedTuple):  # a tuple: built on every call, at a third of a frozen dataclass's cost
+    body: bytes
+    code: int | None = None  # a JSON-RPC error's
+
+    @classmethod
+    def error(cls, request_id: Any, code: int, message: str) -> _Outcome:
+        return cls(to_json({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}), code)
+
+
+class FastSession(NamedTuple):
+    """A 2025-11-25 session the fast path may serve (``SharedSessions.fast_session``): its negotiated revision,
+    whether this replica holds it, and ``serving`` (what the SDK path does around each of its requests)."""
+
+    version: str
+    held: bool
+    serving: Any  # () -> a context manager
+
+
+async def _respond(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+    """What Starlette's ``Response`` sends, with the headers in its order."""
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

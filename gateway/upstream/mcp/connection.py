@@ -1,0 +1,388 @@
+"""One upstream MCP server's session, held by a task of its own on the gateway's loop (``gateway.upstream.mcp.pool`` keeps
+one ``Connection`` per ``UpstreamConfig``).
+
+The task enters the official client (``mcp.Client``: streamable HTTP or a spawned stdio server, protocol
+negotiated with ``mode="auto"``), serves until the connection ends, and leaves the client in that same task (the
+SDK's task groups demand it). Calls are made from the callers' own tasks on the entered client. When the upstream
+drops, the task reconnects with exponential backoff and jitter between the source's ``reconnect_floor_s`` and
+``reconnect_cap_s`` (``UpstreamConfig.reconnect_delay``), reset once a session stays up the cap; a call meanwhile
+fails at once, naming the upstream (or, when the last attempt is older than the floor, wakes the task and waits for
+one attempt), so an upstream restarted mid-use heals by itself, and one that drops every session is asked at most
+once per floor while called, once per cap while idle. A session the upstream no longer knows (it restarted: the
+Python SDK's HTTP 404, the TypeScript SDK's 400) is reconnected and the call, which the upstream refused without
+running it, is sent once more. A call never meets a client a reconnect is closing: one given a session that closed
+before it was sent is sent on the next one.
+
+A ``tools/call`` to a streamable-HTTP upstream is posted by the gateway itself on the session's HTTP client
+(``gateway.upstream.mcp.fastcall``), and so is a ``tools/list`` (``gateway.upstream.mcp.listing``: within the source's bounds,
+parsed off the loop), beside the SDK's session, which keeps everything else (connecting, notifications, the GET
+or listen stream, reconnects); a call's answer goes through the SDK's own result checks
+(``gateway.upstream.mcp.client.finish_call``).
+
+The upstream's ``tools/list_changed`` (a notification on 2025-11-25 sessions, a ``subscriptions/listen`` event
+on 2026-07-28 ones, or a periodic listing: ``gateway.upstream.mcp.watch``) tells the pool (``Pool.changed``); so does a
+reconnect whose listing differs from the one the last build read, and an upstream going down (``/status`` shows it
+stale).
+
+This module is the one that imports the SDK's client side; the pool imports it when a definitions directory first
+declares an ``mcp:`` source, so a gateway without one never loads the SDK's client (importing it imports the
+whole ``mcp`` package and its pydantic types: more than a second of CPU on a small machine).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
+
+import anyio
+import mcp_types
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from . import fastcall as mcp_fastcall
+from . import listing as mcp_listing
+from .client import (
+    CALL_READ_TIMEOUT_S,
+    ListingTooLarge,
+    UpstreamUnavailable,
+    connected,
+    entered,
+    fingerprint,
+    finish_call,
+    forgotten,
+    reason,
+    refusal_of,
+    unreachable,
+)
+from .config import UpstreamConfig
+from .refusals import Refusal
+from .watch import ChangeWatch
+
+log = logging.getLogger("gateway.mcp_pool")
+
+# Why a call fails while the backoff runs after sessions that did not last (a second one lost in a row).
+RECONNECTING = "it lost its session again soon after connecting"
+# What an upstream tells that makes the next build list it again: its tools, prompts or resources changed.
+LIST_CHANGES = (mcp_types.ToolListChangedNotification, mcp_types.PromptListChangedNotification,
+                mcp_types.ResourceListChangedNotification)
+T = TypeVar("T")
+
+
+class _Unsent(Exception):
+    """The session a call was given was closed (a reconnect) before the call was sent."""
+
+
+class Pool(Protocol):
+    """What a connection asks of the pool that holds it (``gateway.upstream.mcp.pool.McpPool``)."""
+
+    lock: threading.Lock  # guards the pool's table and every connection's holders
+    change_interval_s: float  # one upstream tells the pool of a change at most this often
+
+    def bind(self) -> asyncio.AbstractEventLoop: ...
+
+    def changed(self, connection: Connection) -> None: ...
+
+    def released(self, connection: Connection) -> None: ...
+
+
+class Connection(ChangeWatch):
+    """One upstream's session, held by a task of its own (see the module's docstring)."""
+
+    def __init__(self, pool: Pool, config: UpstreamConfig):
+        self.pool = pool
+        self.config = config
+        self.state = "idle"  # idle (not started) | connecting | up | down | closed
+        self.error: str | None = None
+        self.refusal: Refusal | None = None  # the HTTP error status the last attempt met, if that is why it failed
+        self.connected_at: float | None = None
+        self.listed: str | None = None  # fingerprint of the listing the last build read ("" when it read none)
+        self.listen_refused = False  # the upstream refused a subscriptions/listen stream: not asked again
+        self._client: Client | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._attempt: asyncio.Future[Client] | None = None
+        self._wake: asyncio.Event | None = None
+        self._redo: asyncio.Event | None = None  # set: leave this session and connect again
+        self._last_attempt = 0.0
+        self.holders = 0
+        self._owners: weakref.WeakSet[object] = weakref.WeakSet()
+        self._told = -pool.change_interval_s  # loop time the pool was last told of a change
+        self._telling: asyncio.TimerHandle | None = None  # a change heard since then, told when the interval ends
+        self._fast: mcp_fastcall.FastCall | None = None  # tools/call beside the SDK, on the current client
+
+    # -- calls (on the pool's loop) -------------------------------------------------------------------------
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        """The upstream's answer; ``UpstreamUnavailable`` when it cannot be reached, ``MCPError`` for a
+        JSON-RPC error it answered (an unknown tool, invalid params)."""
+        client = await self._session()
+        try:
+            return await self._call(client, name, arguments)
+        except _Unsent:  # a reconnect closed the session it was given before it was sent: the next one sends it
+            pass
+        except MCPError as exc:
+            if not self._lost(client, exc):
+                if client is not self._client:  # a reconnect closed the session under the call, which may have run
+                    raise UpstreamUnavailable(f"{self.config.label} is reconnecting: the session closed while the "
+                                              f"call ran ({exc.error.message}); try again") from None
+                raise
+            if not forgotten(exc):  # the call may have run: never send it twice
+                raise UpstreamUnavailable(f"{self.config.label} closed the connection during the call") from None
+        client = await self._session()  # a new session (the upstream restarted and forgot the old one, or a
+        try:  # reconnect replaced it), and the call has not run
+            return await self._call(client, name, arguments)
+        except _Unsent:
+            raise UpstreamUnavailable(f"{self.config.label} is reconnecting: its session was replaced twice before "
+                                      "the call could be sent; try again") from None
+
+    async def _call(self, client: Client, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        # Checked and used with no await between: a session a reconnect closed meanwhile sends nothing.
+        session = entered(client)
+        if session is None:
+            raise _Unsent
+        fast = self._fast
+        if fast is None or not mcp_fastcall.ENABLED or fast.session.client is not client:
+            return await client.call_tool(name, arguments, read_timeout_seconds=CALL_READ_TIMEOUT_S)
+        try:
+            try:
+                raw = await fast.call(name, arguments)
+            except MCPError as exc:
+                if exc.error.code != mcp_types.HEADER_MISMATCH or not fast.session.modern:
+                    raise
+                # As the SDK's call: the upstream refused a call whose tool this session has not listed as it is
+                # now (it ran nothing); list it again and send the call once more.
+                try:
+                    with anyio.fail_after(self.config.connect_timeout_s):
+                        await client._relist_tool(name)
+                except (MCPError, TimeoutError):
+                    raise exc from None
+                raw = await fast.call(name, arguments)
+        except mcp_fastcall.Handover:
+            return await client.call_tool(name, arguments, read_timeout_seconds=CALL_READ_TIMEOUT_S)
+        return await finish_call(client, session, name, arguments, raw)
+
+    async def list_tools(self) -> list[mcp_types.Tool]:
+        client = await self._session()
+        try:
+            return await mcp_listing.list_tools(client, self._fast, self.config)
+        except MCPError as exc:
+            if self._lost(client, exc) or refusal_of(exc) is not None:
+                raise unreachable(self.config, exc) from None
+            raise
+
+    async def request(self, ask: Callable[[Client], Awaitable[T]]) -> T:
+        """``ask(client)`` on this session (a prompt, a resource: ``gateway.sources.mcp_content``), with the errors
+        of ``list_tools``."""
+        client = await self._session()
+        try:
+            return await ask(client)
+        except MCPError as exc:
+            if self._lost(client, exc):
+                raise UpstreamUnavailable(f"{self.config.label}: {reason(exc)}") from None
+            raise
+
+    def _lost(self, client: Client, exc: MCPError) -> bool:
+        """Whether ``exc`` means the session is gone (then a new one is asked for)."""
+        gone = exc.error.code == mcp_types.CONNECTION_CLOSED or forgotten(exc)
+        if gone and self._client is client and self._redo is not None:
+            self._client = None
+            self._attempt = asyncio.get_running_loop().create_future()  # what calls wait for: the next session
+            self._redo.set()
+        return gone
+
+    async def _session(self) -> Client:
+        if self._client is not None:
+            return self._client
+        if self.state == "closed":
+            raise UpstreamUnavailable(f"{self.config.label} is not connected: the gateway is closing")
+        self.start()
+        assert self._attempt is not None and self._wake is not None
+        loop = asyncio.get_running_loop()
+        if self.state == "down":
+            if loop.time() - self._last_attempt < self.config.reconnect_floor_s:
+                raise self._down()
+            self._wake.set()  # skip the rest of the backoff (not the floor): this call waits for one attempt
+            for _ in range(100):  # the task starts its next attempt (a new future) within a few loop steps
+                if self.state != "down":
+                    break
+                await asyncio.sleep(0)
+        try:
+            # Not wait_for: on 3.11 it swallows a cancellation (the call's own deadline) that lands as the attempt
+            # ends, and the call would run on past its deadline.
+            async with asyncio.timeout(self.config.connect_timeout_s):
+                return await asyncio.shield(self._attempt)
+        except TimeoutError:
+            raise UpstreamUnavailable(f"{self.config.label} did not answer within "
+                                      f"{self.config.connect_timeout_s:g} s (connect_timeout_s)") from None
+        except UpstreamUnavailable:
+            raise self._down() from None
+
+    def _down(self) -> UpstreamUnavailable:
+        if self.refusal is not None:
+            return UpstreamUnavailable(f"{self.config.label} refused the gateway: {self.refusal}", self.refusal)
+        if self.error == RECONNECTING:
+            return UpstreamUnavailable(f"{self.config.label} is reconnecting: {self.error}; try again shortly")
+        return UpstreamUnavailable(f"{self.config.label} is unreachable: {self.error or 'not connected'}; the "
+                                   "gateway keeps retrying", None)
+
+    def list_blocking(self, loop: asyncio.AbstractEventLoop | None, timeout: float) -> list[mcp_types.Tool]:
+        """The upstream's tools, from a thread that is not the loop's (a build): through this session when the
+        pool runs on ``loop``, else through a session of this thread's own; ``UpstreamUnavailable`` if not within
+        ``timeout``."""
+        try:
+            if loop is not None and loop.is_running():
+                future = asyncio.run_coroutine_threadsafe(self.list_tools(), loop)
+                try:
+                    tools = future.result(timeout)
+                except TimeoutError:
+                    future.cancel()
+                    raise
+            else:
+                tools = mcp_listing.list_once(self.config, timeout)
+        except TimeoutError:
+            self.listed = ""
+            raise UpstreamUnavailable(f"{self.config.label} did not list its tools within {timeout:g} s") from None
+        except ListingTooLarge as exc:
+            self.listed = str(exc)  # what a reconnect's listing says too: no rebuild for the same refusal
+            raise
+        except UpstreamUnavailable:
+            self.listed = ""
+            raise
+        self.listed = fingerprint(tools)
+        return tools
+
+    # -- the task holding the session -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the task holding the session, on the pool's loop (from that loop's thread)."""
+        if self._task is not None or self.state == "closed":
+            return
+        loop = self.pool.bind()
+        self._wake, self._redo = asyncio.Event(), asyncio.Event()
+        self._attempt = loop.create_future()
+        self.state = "connecting"
+        self._task = loop.create_task(self._hold(), name=f"mcp upstream {self.config.source}")
+
+    async def _hold(self) -> None:
+        assert self._wake is not None and self._redo is not None
+        failures = 0
+        loop = asyncio.get_running_loop()
+        while True:
+            self._last_attempt = loop.time()
+            if self._attempt is None or self._attempt.done():
+                self._attempt = loop.create_future()
+            attempt, self.state = self._attempt, "connecting"
+            beside = mcp_listing.Beside(self.config.url)
+            try:
+                async with connected(self.config, self._notified, beside.opened, relays=self.config.relay) as client:
+                    await self._serve(client, beside, attempt)
+                self.error = self.error or "the connection ended"
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 — any failure of the upstream is its state, told on calls
+                self.error, self.refusal = reason(exc), refusal_of(exc)
+                log.info("%s: %s", self.config.label, self.error)
+            finally:
+                if self._fast is not None:
+                    self._fast.close()
+                self._client = self._fast = None
+            was_up = self.state == "up"
+            if not attempt.done():
+                attempt.set_exception(UpstreamUnavailable(self.error))
+                attempt.exception()  # retrieved: no "never retrieved" warning when no call waited
+            # A session that stayed up the cap ends the run of failures: the next attempt is made now. One that
+            # did not (or no session) waits longer each time, so an upstream that drops every session is not
+            # asked in a loop.
+            healthy = was_up and time.time() - (self.connected_at or 0.0) >= self.config.reconnect_cap_s
+            failures = 0 if healthy else failures + 1
+            if self._redo.is_set():  # a call found the session gone (the upstream restarted, or dropped it)
+                self._redo.clear()
+                if failures <= 1:  # a new one at once (never within the floor): the calls waiting for it get it
+                    await asyncio.sleep(max(0.0, self._last_attempt + self.config.reconnect_floor_s - loop.time()))
+                    continue
+                self.error = RECONNECTING
+            self.state = "down"
+            pending = self._attempt
+            if pending is not None and not pending.done():  # calls waiting for a session hear why now, not later
+                pending.set_exception(UpstreamUnavailable(self.error))
+                pending.exception()
+            if was_up:
+                self._changed()  # its tools are served stale now: /status says so
+            self._wake.clear()
+            if failures:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.config.reconnect_delay(failures)):  # not wait_for (see above)
+                        await self._wake.wait()
+
+    async def _serve(self, client: Client, beside: mcp_listing.Beside, attempt: asyncio.Future[Client]) -> None:
+        assert self._redo is not None
+        self._fast = beside.fast(client)
+        try:
+            tools = await mcp_listing.list_tools(client, self._fast, self.config)
+            listed = await asyncio.to_thread(fingerprint, tools)
+        except ListingTooLarge as exc:  # the build says so; the session stays (a reconnect would list it again)
+            tools, listed = [], str(exc)
+        self._client, self.state, self.error, self.refusal, self.connected_at = client, "up", None, None, time.time()
+        if not attempt.done():
+            attempt.set_result(client)
+        log.info("%s connected (%s, %d tools)", self.config.label, client.protocol_version, len(tools))
+        if self.listed is not None and listed != self.listed:
+            self._changed()  # it came back, or came back different, since the last build read it
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._listen, client, group.cancel_scope)
+            await self._redo.wait()
+            group.cancel_scope.cancel()
+
+    def _changed(self) -> None:
+        """Tell the pool its tools changed, at once or (told less than the pool's ``change_interval_s`` ago) once
+        when the interval ends: an upstream that says list_changed without pause costs a rebuild per interval, not
+        a rebuild storm, and its last change is still heard."""
+        loop = asyncio.get_running_loop()
+        if self._telling is not None:
+            return
+        wait = self._told + self.pool.change_interval_s - loop.time()
+        if wait > 0:
+            self._telling = loop.call_later(wait, self._tell)
+        else:
+            self._tell()
+
+    def _tell(self) -> None:
+        self._telling = None
+        self._told = asyncio.get_running_loop().time()
+        self.pool.changed(self)
+
+    async def _notified(self, message: Any) -> None:
+        if isinstance(message, LIST_CHANGES):
+            self._changed()
+
+    async def aclose(self) -> None:
+        self.state = "closed"
+        if self._telling is not None:
+            self._telling.cancel()
+            self._telling = None
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._client = self._fast = None
+        if self._attempt is not None and not self._attempt.done():
+            self._attempt.cancel()
+
+    # -- holders --------------------------------------------------------------------------------------------
+
+    def hold(self, owner: object) -> None:
+        """Keep this session open while ``owner`` lives: a tool's executor, or the source's declaration (so an
+        upstream with no tools served yet is still connected to, and its tools appear when it answers)."""
+        with self.pool.lock:
+            if owner in self._owners:
+                return
+            self._owners.add(owner)
+            self.holders += 1
+        weakref.finalize(owner, self.pool.released, self)
+
