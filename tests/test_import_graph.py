@@ -89,3 +89,72 @@ def test_definitions_know_nothing_of_bindings_or_the_catalog(module):
     assert not {m for m in reached if m.startswith("gateway.bindings")}
     assert not reached & {"gateway.catalog.build", "gateway.catalog.cache", "gateway.invoke"}
 
+
+# The packages from the bottom up (docs/architecture.md draws them): a module may import its own package and
+# those of lower layers, never one above nor a neighbour of its own layer (the surfaces know nothing of each other). Top-level modules count as packages of their own; server/'s
+# subpackages are apart from the surfaces' common ground (server/http) and from what assembles them.
+LAYERS = [
+    {"gateway.errors", "gateway.daemon", "gateway.events"},
+    {"gateway.state", "gateway.client_channel"},
+    {"gateway.context", "gateway.settings"},
+    {"gateway.secrets"},
+    {"gateway.schema", "gateway.templates", "gateway.content"},
+    {"gateway.definitions"},
+    {"gateway.upstream"},
+    {"gateway.bindings"},
+    {"gateway.filters"},
+    {"gateway.sources"},
+    {"gateway.catalog"},
+    {"gateway.results", "gateway.formats"},
+    {"gateway.invoke"},
+    {"gateway"},  # the public face: __version__ and the library's entry points
+    {"gateway.contract"},
+    {"gateway.runtime"},
+    {"gateway.observe"},
+    {"gateway.loop"},
+    {"gateway.server.http"},
+    {"gateway.server.rest", "gateway.server.mcp", "gateway.server.admin", "gateway.server.chat", "gateway.server.client",
+     "gateway.server.landing", "gateway.server.demo_api", "gateway.server.metrics"},
+    {"gateway.server"},  # the app that puts the surfaces side by side
+    {"gateway.cli"},
+    {"gateway.__main__"},
+]
+LAYER = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
+
+
+def _unit(module: str) -> str:
+    """The package a module belongs to in the layer picture: the longest one ``LAYERS`` names."""
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        if ".".join(parts[:end]) in LAYER:
+            return ".".join(parts[:end])
+    raise AssertionError(f"{module} is in no layer of LAYERS")
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module of a higher layer, or of another package of the same layer, as 'importer ->
+    imported'."""
+    return sorted(f"{name} -> {target}" for name, targets in graph.items() for target in targets
+                  if _unit(target) != _unit(name) and LAYER[_unit(target)] >= LAYER[_unit(name)])
+
+
+def test_every_module_has_a_layer():
+    """A new package is placed in the picture before it is used (else the order would not hold it)."""
+    for name in MODULES:
+        _unit(name)
+
+
+def test_no_package_imports_a_higher_one():
+    """The data flows one way: definitions -> catalog -> invoke -> surfaces, with nothing pointing back up."""
+    assert _upward(GRAPH) == []
+
+
+def test_the_order_check_sees_an_upward_import():
+    """The check is not vacuous: the definitions loader importing the catalog build, the HTTP plumbing importing a
+    surface, or one surface another, is reported."""
+    graph = {**GRAPH, "gateway.definitions.load": GRAPH["gateway.definitions.load"] | {"gateway.catalog.build"},
+             "gateway.server.http.front": GRAPH["gateway.server.http.front"] | {"gateway.server.rest.surface"},
+             "gateway.server.mcp.fast": GRAPH["gateway.server.mcp.fast"] | {"gateway.server.rest.fast"}}
+    assert _upward(graph) == ["gateway.definitions.load -> gateway.catalog.build",
+                              "gateway.server.http.front -> gateway.server.rest.surface",
+                              "gateway.server.mcp.fast -> gateway.server.rest.fast"]

@@ -7,9 +7,9 @@
 
 None of these needs an API key: a browser cannot send one with ``<script src>`` or a WebSocket, the scripts are
 code that every page using the tools runs anyway, and a bridge session only answers calls from callers that know
-its random id. What keeps other web sites out is the Origin check (``origins``, applied by ``front.Front``, which covers
-the WebSocket handshake too and never trusts the ``Host`` header) and ``ClientCors``, which answers CORS for the
-allowed origins and no others.
+its random id. What keeps other web sites out is the Origin check (``http.origins``, applied by ``http.front.Front``,
+which covers the WebSocket handshake too and never trusts the ``Host`` header) and ``http.cors.ClientCors``, which
+answers CORS for the allowed origins and no others.
 
 Scripts are cached by the catalog version: their ``ETag`` is the version, so a browser revalidates with one
 conditional request and fetches again only after a reload changed the catalog.
@@ -22,27 +22,19 @@ import hashlib
 import logging
 from importlib.resources import files
 
-from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
-from starlette.types import ASGIApp
 from starlette.websockets import WebSocket
 
 from ..runtime.bridge import Bridge, Session, TooManySessions
 from ..runtime.bridge_cluster import ClusterBridge
 from ..runtime.gateway import Gateway
-from ..settings import Settings
 from .http.errors import error_response
-from .http.origins import AllowedOrigins
-from .rest.surface import not_modified
+from .http.etags import not_modified
 
 log = logging.getLogger("gateway.server")
 JAVASCRIPT = "text/javascript; charset=utf-8"
-# Headers a page may send cross-origin: auth, the REST context headers, and what the MCP client sends.
-CORS_HEADERS = ("Authorization", "Content-Type", "If-None-Match", "X-Gateway-Session", "X-Conversation-Id",
-                "X-User", "Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-ID")
-CORS_EXPOSED = ("ETag", "Mcp-Session-Id", "Mcp-Protocol-Version")
 
 
 def routes(gateway: Gateway) -> list[BaseRoute]:
@@ -58,23 +50,6 @@ def routes(gateway: Gateway) -> list[BaseRoute]:
         Route("/client/demo", client.demo, methods=["GET"]),
         WebSocketRoute("/client/bridge", client.bridge_session),
     ]
-
-
-class ClientCors(CORSMiddleware):
-    """CORS answers for the origins the settings allow (``AllowedOrigins``: ``allowed_origins``, or loopback pages
-    while that list is empty and auth is off). The gateway's own pages are same-origin and need none.
-
-    ``front.Front`` hands it the requests that carry an Origin, once its guard has refused every other origin with
-    403; it still checks, so that nothing in front of it can make it answer for an origin the settings do not allow.
-    """
-
-    def __init__(self, app: ASGIApp, settings: Settings):
-        super().__init__(app, allow_methods=("GET", "POST", "DELETE"), allow_headers=CORS_HEADERS,
-                         expose_headers=CORS_EXPOSED, max_age=600)
-        self.origins = AllowedOrigins(settings)
-
-    def is_allowed_origin(self, origin: str) -> bool:
-        return origin in self.origins
 
 
 class ClientApi:

@@ -2,7 +2,7 @@
 
 - the Origin and Host guard (``origins``): 421 for a non-loopback ``Host`` while auth is off, 403 for an origin
   that is neither allowed nor the gateway's own — WebSocket handshakes included;
-- CORS (``client.ClientCors``) for the allowed origins;
+- CORS (``cors.ClientCors``) for the allowed origins;
 - ``X-Catalog-Version`` and ``X-Gateway-Replica`` on every HTTP response (``version_header``), the guard's
   refusals included.
 
@@ -25,7 +25,7 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...settings import Settings
-from ..client import ClientCors
+from .cors import ClientCors
 from .errors import error_response
 from .origins import AllowedOrigins, host_is_loopback, served_at
 from .sending import adding

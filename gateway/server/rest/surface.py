@@ -26,6 +26,7 @@ from ...runtime.gateway import Gateway
 from ..http.auth import Caller, authenticate
 from ..http.compression import MIN_BYTES, ONCE_LEVEL, accepts_gzip, gzipped
 from ..http.errors import dumps, json_response
+from ..http.etags import not_modified
 
 if TYPE_CHECKING:
     from .fast import RestCalls
@@ -185,10 +186,3 @@ def _cache_headers(catalog: Catalog, vary: str) -> dict[str, str]:
     # Accept-Encoding where the body may be compressed). One dict per catalog: Response only reads it.
     return catalog.memo(("rest:headers", vary), lambda: {"ETag": f'"{catalog.version}"', "Vary": vary,
                                                           "Cache-Control": "no-cache"})
-
-
-def not_modified(request: Request, etag: str) -> bool:
-    header = request.headers.get("if-none-match")
-    if not header:
-        return False
-    return header.strip() == "*" or any(tag.strip().removeprefix("W/") == etag for tag in header.split(","))
