@@ -1,10 +1,10 @@
-"""README's compatibility table, rendered from what the federation matrix's tests recorded, never written by hand:
-one row per upstream (name, version, transport, the revision it settled on), one column per check.
+"""The compatibility table of docs/interop.md, rendered from what the federation matrix's tests recorded, never
+written by hand: one row per upstream (name, version, transport, the revision it settled on), one column per check.
 
-    python tests/federation/compat_table.py --write    # README's section from the last whole run of the matrix
+    python tests/federation/compat_table.py --write    # the page's table from the last whole run of the matrix
 
 The matrix's conftest records each check's outcome and, at the end of a session that ran them all, writes them to
-``RESULTS``; ``test_compat_table.py`` compares README with the table of the session itself."""
+``RESULTS``; ``test_compat_table.py`` compares the page with the table of the session itself."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-README = HERE.parent.parent / "README.md"
+PAGE = HERE.parent.parent / "docs" / "interop.md"
 RESULTS = HERE / ".results.json"  # ignored by git: the last whole run's outcomes
 START, END = "<!-- compatibility:start -->", "<!-- compatibility:end -->"
 CHECK_TITLES = {"listed": "Listed", "called": "Called", "content": "Content", "restart": "Restart"}
@@ -41,17 +41,17 @@ def render(rows: list[dict]) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def section(readme: str) -> str:
-    """The text between README's markers."""
-    start, end = readme.find(START), readme.find(END)
+def section(page: str) -> str:
+    """The text between the page's markers."""
+    start, end = page.find(START), page.find(END)
     if start < 0 or end < start:
-        raise ValueError(f"README.md has no {START} … {END} section")
-    return readme[start + len(START):end].strip("\n") + "\n"
+        raise ValueError(f"{PAGE.name} has no {START} … {END} section")
+    return page[start + len(START):end].strip("\n") + "\n"
 
 
-def replaced(readme: str, table: str) -> str:
-    start, end = readme.index(START), readme.index(END)
-    return readme[:start + len(START)] + "\n" + table + readme[end:]
+def replaced(page: str, table: str) -> str:
+    start, end = page.index(START), page.index(END)
+    return page[:start + len(START)] + "\n" + table + page[end:]
 
 
 def main(argv: list[str]) -> int:
@@ -62,7 +62,7 @@ def main(argv: list[str]) -> int:
         print("no results yet: run the whole matrix first (python -m pytest tests/federation), then this again")
         return 1
     table = render(json.loads(RESULTS.read_text()))
-    README.write_text(replaced(README.read_text(), table))
+    PAGE.write_text(replaced(PAGE.read_text(), table))
     print(table)
     return 0
 

@@ -1,20 +1,20 @@
-"""README's compatibility table is the one this session's matrix renders: on a difference the test fails showing
-the table to put there (``python tests/federation/compat_table.py --write`` writes it)."""
+"""The compatibility table of docs/interop.md is the one this session's matrix renders: on a difference the test
+fails showing the table to put there (``python tests/federation/compat_table.py --write`` writes it)."""
 
 from __future__ import annotations
 
 import pytest
-from compat_table import README, render, section
+from compat_table import PAGE, render, section
 from harness import rows
 
 
-def test_readme_shows_the_compatibility_table_the_matrix_renders():
+def test_the_interop_page_shows_the_compatibility_table_the_matrix_renders():
     whole = rows()
     if whole is None:
         pytest.skip("the whole federation matrix did not run in this session: no table to compare")
     table = render(whole)
-    assert section(README.read_text()) == table, (
-        "README.md's compatibility table differs from the matrix's results; run "
+    assert section(PAGE.read_text()) == table, (
+        "docs/interop.md's compatibility table differs from the matrix's results; run "
         f"`python tests/federation/compat_table.py --write`, or put this between its markers:\n\n{table}")
 
 
