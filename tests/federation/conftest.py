@@ -1,6 +1,6 @@
 """The federation matrix's shared upstreams and gateway (one set for the session: started side by side once), the
-order its tests run in (the idle minute before the restarts, README's table last), the outcome of each check
-recorded for README's compatibility table, and the idle counts printed at the end."""
+order its tests run in (the idle minute before the restarts, the docs' table last), the outcome of each check
+recorded for the compatibility table of docs/interop.md, and the idle counts printed at the end."""
 
 from __future__ import annotations
 

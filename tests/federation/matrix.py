@@ -1,6 +1,6 @@
 """The upstreams of the federation matrix: servers nobody here wrote the protocol side of (FastMCP 2/3/4, the ``mcp``
 SDK's MCPServer, the npm reference servers, a TypeScript SDK example), each in the transports and modes it offers,
-with the calls each is asked to answer. The matrix's tests and the README's compatibility table read this list."""
+with the calls each is asked to answer. The matrix's tests and docs/interop.md's compatibility table read this list."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ SERVERS = Path(__file__).resolve().parent / "servers"
 PYTHON_PEER = SERVERS / "python_peer.py"
 SDK_PACKAGE = NODE_MODULES / "@modelcontextprotocol"
 NODE = shutil.which("node") or "/usr/bin/node"
-# The checks each upstream goes through, in the README table's order.
+# The checks each upstream goes through, in the order of the table's columns (docs/interop.md).
 CHECKS = ("listed", "called", "content", "restart")
 
 PYTHON_CALLS = (("add", {"a": 2, "b": 3}), ("hello", {"name": "matrix"}), ("picture", {"caption": "sunny"}),

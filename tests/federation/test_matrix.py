@@ -2,7 +2,7 @@
 ``mcp`` SDK's MCPServer, the npm reference servers, a TypeScript SDK example), declared as a ``sources:`` entry of
 one gateway, is listed and called through the gateway's REST and MCP — on both revisions our /mcp speaks — and what
 it answers is compared block by block with the official client's direct call to it; then it restarts, and the
-gateway must carry on. Each check's outcome goes into README's compatibility table (``compat_table.py``)."""
+gateway must carry on. Each check's outcome goes into docs/interop.md's compatibility table (``compat_table.py``)."""
 
 from __future__ import annotations
 
