@@ -86,7 +86,7 @@ class _Pool:
 
     Leaner than ``loop.run_in_executor`` on a ``ThreadPoolExecutor`` (a ``concurrent.futures.Future`` with its
     ``Condition`` per call, chained to an asyncio future by callbacks): a call is one queue item, and its outcome
-    one ``call_soon_threadsafe``. Measured: ~100 µs less CPU per call (README, "Where the serving time goes").
+    one ``call_soon_threadsafe``. Measured: ~100 µs less CPU per call (docs/benchmarks.md, "Where the serving time goes").
     Threads are daemons: a tool that outlived its caller never holds up the process's exit.
     """
 
@@ -119,7 +119,7 @@ def _batch_policy() -> None:
     put on the queue) does not preempt the event loop's thread, which holds the GIL — the woken worker would only
     find the GIL taken and sleep again, two context switches for nothing. It runs when the loop waits or its
     time slice ends. Measured with a trivial sync tool, 16 calls at once, server on one core: context switches
-    per REST call 1.25 -> 0.49 (README, "Where the serving time goes"). Elsewhere (no such policy, or not
+    per REST call 1.25 -> 0.49 (docs/benchmarks.md, "Where the serving time goes"). Elsewhere (no such policy, or not
     permitted) the thread keeps the default policy. Threads and processes a tool starts inherit the policy (Linux
     offers no reset for it), which changes their wake-ups only, not their share of the CPU."""
     with contextlib.suppress(AttributeError, OSError):

@@ -4,7 +4,7 @@
 Each gateway has its own ``CollectorRegistry`` (``Metrics.registry``), never prometheus_client's global one: a
 process may hold several gateways (the tests build many apps), and each must count only its own traffic.
 
-Every metric is named ``tool_gateway_*`` and documented by its HELP text (the README's "Metrics" section lists
+Every metric is named ``tool_gateway_*`` and documented by its HELP text (docs/observability.md, "Metrics", lists
 them). Label values are only ever tool ids (those served now: a reload that removes a tool removes its series),
 surfaces, outcomes, provider names from the settings and fixed words — never what a caller sent: an unknown tool id is refused before a call
 begins, so it creates no series. A timeout is the outcome ``timeout`` of ``tool_gateway_calls_total``, not a

@@ -72,7 +72,7 @@ def run(text: str, times: int = 1) -> str:
 '''
 
 _EMPTY = """\
-# Tools declared in this file (see the other files of this directory, or the README, for examples).
+# Tools declared in this file (see the other files of this directory, or docs/tools.md, for examples).
 tools: []
 """
 
