@@ -89,7 +89,7 @@ class Settings:
     providers: Mapping[str, Any] = field(default_factory=dict)
     chat: Mapping[str, Any] = field(default_factory=dict)
     log_level: str = "info"
-    # What an admin's files may cost (gateway.definitions.yamlsource, gateway.runtime.gateway, gateway.bindings.python).
+    # What an admin's files may cost (gateway.definitions.yamlsource, gateway.runtime.rebuild, gateway.bindings.python).
     max_file_bytes: int = 8_388_608  # a definitions file over this is a problem, not parsed
     max_yaml_nodes: int = 250_000  # nodes one definitions file may hold once its aliases are expanded
     reload_timeout_s: float = 60.0  # a rebuild running longer is abandoned and reported; the last catalog serves

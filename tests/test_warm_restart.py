@@ -184,7 +184,7 @@ def test_an_edit_reloaded_while_serving_is_kept_for_the_next_start(definitions, 
     import asyncio
     import time
 
-    from gateway.runtime import gateway as runtime
+    from gateway.runtime import rebuild as runtime
 
     monkeypatch.setattr(runtime, "SAVE_DELAY_S", 0.0)
     gateway = _start(definitions)
@@ -204,13 +204,13 @@ def test_a_burst_of_reloads_is_written_to_the_snapshot_once_after_it(definitions
     import asyncio
     import time
 
-    from gateway.runtime import gateway as runtime
+    from gateway.runtime import rebuild as runtime
 
     monkeypatch.setattr(runtime, "SAVE_DELAY_S", 1.0)
     gateway = _start(definitions)
     saves = []
-    save = gateway._parsed.save
-    monkeypatch.setattr(gateway._parsed, "save", lambda: (saves.append(time.monotonic()), save()))
+    save = gateway.rebuilder._parsed.save
+    monkeypatch.setattr(gateway.rebuilder._parsed, "save", lambda: (saves.append(time.monotonic()), save()))
 
     async def burst() -> None:
         for edit in range(4):
@@ -235,7 +235,7 @@ def test_a_reload_whose_delayed_write_gets_no_thread_still_serves_and_the_next_o
     import asyncio
 
     from gateway import daemon
-    from gateway.runtime import gateway as runtime
+    from gateway.runtime import rebuild as runtime
 
     monkeypatch.setattr(runtime, "SAVE_DELAY_S", 0.0)
     gateway = _start(definitions)
@@ -250,8 +250,8 @@ def test_a_reload_whose_delayed_write_gets_no_thread_still_serves_and_the_next_o
 
     monkeypatch.setattr(runtime.daemon, "start", start)
     saved = []
-    save = gateway._parsed.save
-    monkeypatch.setattr(gateway._parsed, "save", lambda: (saved.append(True), save()))
+    save = gateway.rebuilder._parsed.save
+    monkeypatch.setattr(gateway.rebuilder._parsed, "save", lambda: (saved.append(True), save()))
 
     async def edit(text: str) -> None:
         (definitions / "tools.yaml").write_text(TOOLS.replace("Looks something up.", text), encoding="utf-8")

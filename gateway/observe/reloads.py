@@ -1,6 +1,6 @@
 """The history of reloads, newest first, for the admin console: what each did to the catalog and how it went.
 
-Kept from the ``reload`` events ``Gateway`` emits (``gateway.runtime.gateway``), in a bounded ring (``KEPT``): a
+Kept from the ``reload`` events a gateway emits (``gateway.runtime.rebuild``), in a bounded ring (``KEPT``): a
 gateway that reloads on every save for weeks holds the last ``KEPT`` outcomes, not all of them. The first
 build (made before any observer was attached) opens the history, marked ``initial``.
 """

@@ -34,16 +34,13 @@ import json
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..context import CallContext
 from ..errors import ToolError
 from ..state import StateUnavailable
 from .bridge import Bridge, Session
-from .cluster import DEFAULT_HEARTBEAT_S
-
-if TYPE_CHECKING:
-    from .gateway import Gateway
+from .cluster import DEFAULT_HEARTBEAT_S, Served
 
 log = logging.getLogger("gateway.bridge")
 RECORDS = "bridge:"
@@ -64,7 +61,7 @@ def shown(session_id: str) -> str:
 class ClusterBridge:
     """The browser sessions of every replica, as this replica reaches them."""
 
-    def __init__(self, gateway: Gateway, local: Bridge):
+    def __init__(self, gateway: Served, local: Bridge):
         self.gateway = gateway
         self.local = local
         self.replica_id: str | None = None  # set by ``bridging``; None: no lifespan, this process alone
@@ -227,8 +224,14 @@ class ClusterBridge:
                 continue
 
 
+class Bridged(Served, Protocol):
+    """What ``bridging`` reads of the gateway: the cluster services' view, and the bridge."""
+
+    bridge: ClusterBridge | None  # set by the server that serves browser tools (gateway.server.client)
+
+
 @contextlib.asynccontextmanager
-async def bridging(gateway: Gateway) -> AsyncIterator[ClusterBridge | None]:
+async def bridging(gateway: Bridged) -> AsyncIterator[ClusterBridge | None]:
     """The cross-replica bridge for the app's lifespan: listens and renews from now on (after the replica
     registry, whose id it takes), stops with the app."""
     bridge = gateway.bridge

@@ -22,17 +22,37 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..state import StateUnavailable
 from ..state.misshapen import Misshapen
 
 if TYPE_CHECKING:
-    from .gateway import Gateway
+    from ..catalog.build import Catalog
+    from ..settings import Settings
+    from ..state import SharedState
+    from .rebuild import Listener, ReloadOutcome
 
 log = logging.getLogger("gateway.cluster")
 REPLICAS = "replica:"
 DEFAULT_HEARTBEAT_S = 2.0
+
+
+class Served(Protocol):
+    """What the cluster services read of the gateway they run for: ``gateway.runtime.gateway.Gateway``, which holds
+    them in turn and names their types (an import of it here would close a circle)."""
+
+    settings: Settings
+    state: SharedState
+    replicas: Replicas | None
+
+    @property
+    def catalog(self) -> Catalog: ...
+
+    @property
+    def last_reload(self) -> ReloadOutcome: ...
+
+    def on_change(self, listener: Listener) -> None: ...
 
 
 @dataclass
@@ -45,7 +65,7 @@ class Health:
 class Replicas:
     """This replica's registration and the view of all of them, for one gateway."""
 
-    def __init__(self, gateway: Gateway):
+    def __init__(self, gateway: Served):
         self.gateway = gateway
         self.id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.heartbeat_s = float(gateway.settings.cluster.get("heartbeat_s", DEFAULT_HEARTBEAT_S))
@@ -114,7 +134,7 @@ def public_view(view: dict[str, Any]) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def replicating(gateway: Gateway) -> AsyncIterator[Replicas]:
+async def replicating(gateway: Served) -> AsyncIterator[Replicas]:
     """The registry service for the app's lifespan: registers now, beats until the app stops, then leaves."""
     replicas = Replicas(gateway)
     gateway.replicas = replicas

@@ -357,7 +357,7 @@ def test_a_reload_with_very_many_problems_keeps_a_bounded_record():
 
     from gateway.events import Event
     from gateway.observe.reloads import LISTED, Reloads
-    from gateway.runtime.gateway import ReloadOutcome
+    from gateway.runtime.rebuild import ReloadOutcome
 
     gateway = SimpleNamespace(last_reload=ReloadOutcome(True, True, "v1"), catalog=SimpleNamespace(tools={}))
     reloads = Reloads(gateway)

@@ -256,7 +256,7 @@ def test_an_unexpected_server_error_is_a_json_500_with_a_reference_only(start_se
         def __getattr__(self, name: str) -> object:
             raise RuntimeError("secret internals")
 
-    served.gateway.catalog = BrokenCatalog()
+    served.gateway.rebuilder.catalog = BrokenCatalog()
     response = httpx.get(f"{served.url}/tools")
     assert response.status_code == 500
     assert response.json()["error"].startswith("Internal server error; ref ")
