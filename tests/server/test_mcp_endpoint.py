@@ -13,7 +13,7 @@ from mcp_types import INVALID_PARAMS, PaginatedRequestParams
 from server_support import running
 from support import CONSOLE, EXAMPLES
 
-import gateway.server.mcp.surface as mcp_surface
+import gateway.server.mcp.handlers as mcp_handlers
 
 BROWSER_ONLY = {"task_form_read", "task_form_fill"}
 SERVER_TOOLS = {"example-tool", "search_stations", "get_station", "add_reading", "get_lights", "change_state",
@@ -116,7 +116,7 @@ async def test_auto_negotiating_client_speaks_the_stateless_revision(served):
 
 async def test_large_listings_come_in_pages(served, monkeypatch):
     """tools/list pages with nextCursor; following the cursors yields every tool once; a bad cursor is refused."""
-    monkeypatch.setattr(mcp_surface, "PAGE_SIZE", 3)
+    monkeypatch.setattr(mcp_handlers, "PAGE_SIZE", 3)
     async with streamable_http_client(f"{served.url}/mcp") as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         names: list[str] = []

@@ -15,6 +15,7 @@ from mcp.client.streamable_http import streamable_http_client
 from server_support import ADMIN_KEY, API_KEYS, READER_KEY
 from support import until_async
 
+import gateway.server.mcp.handlers as mcp_handlers
 import gateway.server.mcp.surface as mcp_surface
 from gateway.server.mcp import fast as mcp_fast
 from gateway.server.mcp.sessions import SharedSessions
@@ -128,7 +129,7 @@ def test_fast_path_answers_as_the_sdk_does(start_server, shared_examples, tmp_pa
     demo.write_text(demo.read_text().replace("{{ gateway.base_url }}", served.url))
     reloaded = httpx.post(f"{served.url}/admin/reload", headers={"Authorization": f"Bearer {ADMIN_KEY}"})
     assert reloaded.json()["changed"] is True
-    monkeypatch.setattr(mcp_surface, "PAGE_SIZE", 3)
+    monkeypatch.setattr(mcp_handlers, "PAGE_SIZE", 3)
     exchange = Exchange(served.url, monkeypatch)
     session = exchange.session(key)
     compared = 0

@@ -19,7 +19,8 @@ cannot vouch for, a tracer provider configured (the SDK's span) — goes to the 
 switch (tests compare both paths). A ``tools/list`` page is serialised once per catalog, kind of caller, page
 and revision (``Catalog.memo``) and reused as bytes.
 
-What a request must be for it, and how its answer is shaped, is ``mcp.messages``. ``McpSurface.fast_post`` hands
+What a request must be for it, and how its answer is shaped, is ``mcp.messages``; its handlers are the SDK's
+(``mcp.handlers``). ``McpSurface.fast_post`` hands
 it a POST from ``front.Front``, below Starlette's exception and routing layers; a browser's POST (``Origin``) comes
 through them, to ``McpSurface.__call__``.
 
@@ -33,12 +34,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, Protocol
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from starlette.types import Scope, Send
 
+from ... import __version__
 from ..http.auth import SCOPE_KEY
+from .handlers import ToolHandlers
 from .messages import (
     INTERNAL_ERROR,
     JSON_BYTES,
@@ -56,42 +59,33 @@ from .messages import (
     validated,
 )
 
+if TYPE_CHECKING:
+    from .sessions import SharedSessions  # the SDK's (it imports the SDK): present once the SDK runs
+
 log = logging.getLogger("gateway.mcp")
 # Tests switch it off to compare with the SDK's own answers; TOOL_GATEWAY_MCP_FAST=0 does for a server process
 # (bench_speed.py compares both in one run).
 ENABLED = os.environ.get("TOOL_GATEWAY_MCP_FAST", "1") != "0"
 # The SDK answers every request it is handed with one JSON body (``mcp.sdk``; a call of a tool that talks to its
-# client never reaches the fast path, ``McpSurface.talks``): the framing the fast path reproduces. With SSE answers
+# client never reaches the fast path, ``ToolHandlers.talks``): the framing the fast path reproduces. With SSE answers
 # configured, it would step aside.
 JSON_RESPONSES = True
 SERVER_NAME = "tool-gateway"
 SERVER_TITLE = "Tool gateway"
+SERVER_VERSION = __version__  # the release named to MCP clients
 CACHE_HINTS = {"tools/list": (0, "private")}  # method -> (ttl_ms, scope) of the SDK's cache hint
 
 
-class Surface(Protocol):
-    """What the fast path (and ``mcp.sdk``) use of ``McpSurface``: its handlers and views, without an import of
-    it (which imports both)."""
-
-    gateway: Any
-    version: str
-    traced: bool
-    sdk: Any  # mcp_sdk.SdkServer, once running
-
-    def input_schema(self, name: str) -> Any: ...
-    def list_view(self, caller: Any, headers: Mapping[str, str], params: Any) -> tuple[Any, tuple[Any, ...], int]: ...
-    def list_page(self, catalog: Any, key: tuple[Any, ...], start: int, caller: Any) -> dict[str, Any]: ...
-    def page_key(self, key: tuple[Any, ...], start: int) -> tuple[Any, ...] | None: ...
-    async def call_tool(self, caller: Any, headers: Mapping[str, str], request_id: Any,
-                        params: Any, client: Any = ...) -> dict[str, Any]: ...
-    async def loaded_types(self) -> Types: ...
-
-
 class FastPath:
-    """The fast path of one ``McpSurface``."""
+    """The fast path of one ``McpSurface``: its ``handlers``, and ``traced`` (``McpSurface.traced``: then the SDK
+    answers all). ``loaded_types`` waits for ``mcp_types`` until ``types_loaded`` gave them; ``sessions`` are the
+    SDK's 2025-11-25 sessions while it runs (``McpSurface.run`` sets them), None before and after."""
 
-    def __init__(self, surface: Surface):
-        self.surface = surface
+    def __init__(self, handlers: ToolHandlers, traced: bool, loaded_types: Callable[[], Awaitable[Types]]):
+        self.handlers = handlers
+        self.traced = traced
+        self.loaded_types = loaded_types
+        self.sessions: SharedSessions | None = None
         self.types: Types | None = None
         self._server_info: dict[str, Any] = {}
         # (owner's key name, session id, request id) -> a call in flight: the owner is part of the key so that
@@ -100,7 +94,7 @@ class FastPath:
 
     def types_loaded(self, types: Types) -> None:
         self.types = types
-        self._server_info = types.implementation(name=SERVER_NAME, version=self.surface.version,
+        self._server_info = types.implementation(name=SERVER_NAME, version=SERVER_VERSION,
                                                  title=SERVER_TITLE).model_dump(by_alias=True, mode="json",
                                                                                 exclude_none=True)
 
@@ -108,7 +102,7 @@ class FastPath:
                      added: Sequence[tuple[bytes, bytes]] = ()) -> bool:
         """Answer ``message`` (a screened POST body; ``headers``: the request's ``first_headers``; ``added``:
         headers to send after the answer's own) and say so, or leave it (False) to the SDK, untouched."""
-        if not ENABLED or not JSON_RESPONSES or self.surface.traced or type(message) is not dict:
+        if not ENABLED or not JSON_RESPONSES or self.traced or type(message) is not dict:
             return False
         if message.get("method") == "notifications/cancelled":
             self._cancel(scope, headers, message)
@@ -118,7 +112,7 @@ class FastPath:
             return False
         if not plain_post(headers):
             return False
-        types = self.types or await self.surface.loaded_types()
+        types = self.types or await self.loaded_types()
         requested = headers.get("mcp-protocol-version")
         if requested is not None and requested not in types.handshake:
             return await self._modern(scope, send, headers, request, types, added)
@@ -133,7 +127,7 @@ class FastPath:
             return False
         if method == "tools/call":
             name = params.get("name")
-            if not isinstance(name, str) or self.surface.input_schema(name) is not None:
+            if not isinstance(name, str) or self.handlers.input_schema(name) is not None:
                 return False
         version = headers["mcp-protocol-version"]
         typed = validated(types, method, version, params)
@@ -149,12 +143,12 @@ class FastPath:
                       request: tuple[Any, str, Any], types: Types, added: Sequence[tuple[bytes, bytes]]) -> bool:
         request_id, method, params = request
         session_id = headers.get("mcp-session-id")
-        sdk = self.surface.sdk
+        sessions = self.sessions
         # No session: the SDK opens one. No SDK yet: no session can be held here. scope["user"]: the SDK's own
         # credential check of a session (the gateway's auth never sets it).
-        if session_id is None or sdk is None or "user" in scope:
+        if session_id is None or sessions is None or "user" in scope:
             return False
-        session = await sdk.sessions.fast_session(session_id, scope[SCOPE_KEY].name)
+        session = await sessions.fast_session(session_id, scope[SCOPE_KEY].name)
         if session is None:
             return False
         typed = validated(types, method, session.version, params)
@@ -198,7 +192,7 @@ class FastPath:
                     result = self._page(caller, headers, typed, version, types)
                 else:
                     shaped = self._shaped(types, method, version,
-                                          await self.surface.call_tool(caller, headers, request_id, typed))
+                                          await self.handlers.call_tool(caller, headers, request_id, typed))
                     result = to_json(shaped)
             except asyncio.CancelledError:
                 if call is None or not call.taken():  # not (only) the client's cancellation: it goes on
@@ -224,15 +218,15 @@ class FastPath:
         return _Outcome(b'{"jsonrpc":"2.0","id":' + to_json(request_id) + b',"result":' + result + b"}")
 
     def _page(self, caller: Any, headers: Mapping[str, str], typed: Any, version: str, types: Types) -> bytes:
-        """A ``tools/list`` result as bytes: a page that starts where the surface's pages start is kept in the
+        """A ``tools/list`` result as bytes: a page that starts where the handlers' pages start is kept in the
         catalog's memo (per kind of caller and revision); one at a cursor a client made up is not."""
-        catalog, key, start = self.surface.list_view(caller, headers, typed)
+        catalog, key, start = self.handlers.list_view(caller, headers, typed)
 
         def page() -> bytes:
-            listed = self.surface.list_page(catalog, key, start, caller)
+            listed = self.handlers.list_page(catalog, key, start, caller)
             return to_json(self._shaped(types, "tools/list", version, listed))
 
-        kept = self.surface.page_key(key, start)
+        kept = self.handlers.page_key(key, start)
         return page() if kept is None else catalog.memo((*kept, version), page)
 
     def _shaped(self, types: Types, method: str, version: str, result: dict[str, Any]) -> dict[str, Any]:
@@ -300,15 +294,6 @@ class _Outcome(NamedTuple):  # a tuple: built on every call, at a third of a fro
     @classmethod
     def error(cls, request_id: Any, code: int, message: str) -> _Outcome:
         return cls(to_json({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}), code)
-
-
-class FastSession(NamedTuple):
-    """A 2025-11-25 session the fast path may serve (``SharedSessions.fast_session``): its negotiated revision,
-    whether this replica holds it, and ``serving`` (what the SDK path does around each of its requests)."""
-
-    version: str
-    held: bool
-    serving: Any  # () -> a context manager
 
 
 async def _respond(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:

@@ -74,7 +74,7 @@ def import_types() -> Types:
 
 
 def call_shaped(version: str, result: dict[str, Any]) -> dict[str, Any] | None:
-    """What the SDK's result schema makes of a ``McpSurface.call_result`` (plain text blocks, ``isError``, an object
+    """What the SDK's result schema makes of a ``ToolHandlers.call_result`` (plain text blocks, ``isError``, an object
     or None as ``structuredContent``), without validating it again (~25 us a call): None values dropped, and
     ``resultType`` on the handshake revision. None for anything else — other blocks (an image, a text block with
     annotations) included: then the schema itself shapes it.

@@ -2,8 +2,8 @@
 subscription bus of 2026-07-28 listen streams, and the shared session records (``mcp.sessions``).
 
 Imported when the app starts, in a thread (``McpSurface.run``): its import is most of what the SDK costs. The
-handlers are ``McpSurface``'s, adapted here to the SDK's request context; a ``ProtocolError`` they raise is the
-SDK's ``MCPError``.
+tool handlers are ``mcp.handlers``' (the fast path's too), adapted here to the SDK's request context; a
+``ProtocolError`` they raise is the SDK's ``MCPError``.
 
 Responses are JSON, not SSE (``json_response=True``): a JSON body costs a fraction of an SSE stream per request.
 The exception is a call of a tool that may talk to its client while it runs (``Tool.talks``: progress, logs,
@@ -43,7 +43,8 @@ from ..http.auth import SCOPE_KEY
 from .channel import LogLevels, McpChannel
 from .content import CACHE_HINTS as CONTENT_CACHE_HINTS
 from .content import McpContent
-from .fast import CACHE_HINTS, JSON_RESPONSES, SERVER_NAME, SERVER_TITLE, ProtocolError, Surface
+from .fast import CACHE_HINTS, JSON_RESPONSES, SERVER_NAME, SERVER_TITLE, SERVER_VERSION, ProtocolError
+from .handlers import ToolHandlers
 from .sessions import SharedSessions
 
 # The session manager says at INFO that it started (now a moment after the app, amid requests), and then once
@@ -134,19 +135,21 @@ class _GatewayServer(Server[Any]):
 
 
 class SdkServer:
-    """The SDK's server for one ``McpSurface``, with ``run()`` its lifetime."""
+    """The SDK's server for one ``McpSurface``, answering tools with its ``handlers``, with ``run()`` its lifetime;
+    ``traced``: ``McpSurface.traced``."""
 
-    def __init__(self, surface: Surface):
-        self.surface = surface
+    def __init__(self, handlers: ToolHandlers, traced: bool):
+        self.handlers = handlers
+        gateway = handlers.gateway
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
         self.log_levels = LogLevels()
-        self.content = McpContent(surface.gateway, self.bus)
+        self.content = McpContent(gateway, self.bus)
         with warnings.catch_warnings():  # logging is deprecated on 2026-07-28 only; 2025 clients still set levels
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             self.server = _GatewayServer(
                 SERVER_NAME,
-                version=surface.version,
+                version=SERVER_VERSION,
                 title=SERVER_TITLE,
                 on_list_tools=self.list_tools,
                 on_call_tool=self.call_tool,
@@ -160,21 +163,21 @@ class SdkServer:
                 on_subscribe_resource=self.content.subscribe,
                 on_unsubscribe_resource=self.content.unsubscribe,
                 on_completion=self.content.complete,
-                get_tool_input_schema=surface.input_schema,
+                get_tool_input_schema=handlers.input_schema,
                 # 2026-07-28 clients may cache listings: not across keys (each sees its toolsets), and never past a
                 # reload, which they hear about through subscriptions/listen.
                 cache_hints={method: CacheHint(ttl_ms=ttl, scope=scope)
                              for method, (ttl, scope) in {**CACHE_HINTS, **CONTENT_CACHE_HINTS}.items()},
             )
-        self.server.served = lambda: surface.gateway.catalog.content
-        if not surface.traced:  # see McpSurface.traced
+        self.server.served = lambda: gateway.catalog.content
+        if not traced:  # see McpSurface.traced
             self.server.middleware = [m for m in self.server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
         self.server.middleware.append(self.track_connection)
         # Handshake-era connections with a session (and so a GET stream), by the SDK's Connection object; the
         # fast path reads a held session's negotiated version off ``held``.
         self.connections: set[Any] = set()
         self.held: dict[str, Any] = {}
-        settings = surface.gateway.settings
+        settings = gateway.settings
         self.manager = _Manager(
             self.server, json_response=JSON_RESPONSES, max_request_body_size=settings.max_body_bytes,
             session_idle_timeout=settings.mcp_session_idle_s,
@@ -182,7 +185,7 @@ class SdkServer:
             # are not rebuilt (a pydantic model) on every request.
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
         # 2025-11-25 sessions any replica serves, from records in the shared state (gateway.server.mcp.sessions).
-        self.sessions = SharedSessions(surface.gateway.state, self.manager, self.connections, self.held,
+        self.sessions = SharedSessions(gateway.state, self.manager, self.connections, self.held,
                                        float(settings.cluster.get("heartbeat_s", DEFAULT_HEARTBEAT_S)),
                                        settings.mcp_sessions_per_key)
 
@@ -207,15 +210,15 @@ class SdkServer:
     async def list_tools(self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams) -> dict[str, Any]:
         caller = ctx.request.scope[SCOPE_KEY]
         try:
-            return self.surface.list_page(*self.surface.list_view(caller, ctx.request.headers, params), caller)
+            return self.handlers.list_page(*self.handlers.list_view(caller, ctx.request.headers, params), caller)
         except ProtocolError as exc:
             raise MCPError(exc.code, exc.message) from None
 
     async def call_tool(self, ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> dict[str, Any]:
         try:
             channel = McpChannel(ctx, self.log_levels, params)
-            result = await self.surface.call_tool(ctx.request.scope[SCOPE_KEY], ctx.request.headers, ctx.request_id,
-                                                  params, channel)
+            result = await self.handlers.call_tool(ctx.request.scope[SCOPE_KEY], ctx.request.headers, ctx.request_id,
+                                                   params, channel)
         except ProtocolError as exc:
             raise MCPError(exc.code, exc.message) from None
         # A 2026-07-28 tool that asked its client something ends this round with the question (mcp_channel.Rounds).

@@ -37,17 +37,13 @@ import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
-from anyio.abc import TaskStatus
 from mcp.server.connection import Connection
-from mcp.server.runner import serve_connection
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, SESSION_ID_PATTERN, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager, _error_response
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
-from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
-from mcp.shared.transport_context import TransportContext
 from mcp_types import INVALID_REQUEST
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from starlette.datastructures import Headers
@@ -55,8 +51,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from ...state import SharedState, StateUnavailable
 from ...state.misshapen import Misshapen
-from .fast import FastSession
-from .session_records import initialize_params, not_found, unavailable, well_shaped
+from .session_records import initialize_params, not_found, serve_from_record, unavailable, well_shaped
 
 log = logging.getLogger("gateway.mcp")
 RECORD = "mcp-session:"
@@ -66,6 +61,16 @@ RENEW_EVERY_S = 60.0
 MARK = "mcp-sessions-mark:"  # + a replica's own id: see ``watch``
 MARK_LIVES = 3  # checks: a mark outlives a late check or two
 RETRY_LISTEN_S = 1.0  # between attempts to listen for closed sessions while the shared state is unreachable
+
+
+class FastSession(NamedTuple):
+    """A 2025-11-25 session the fast path may serve (``SharedSessions.fast_session``): its negotiated revision,
+    whether this replica holds it, and ``serving`` (what the SDK path does around each of its requests)."""
+
+    version: str
+    held: bool
+    serving: Any  # () -> a context manager
+
 
 
 class SharedSessions:
@@ -132,7 +137,7 @@ class SharedSessions:
         if record is None:
             await self.manager.handle_request(scope, receive, send)  # the SDK's 404
             return
-        await self._serve_from_record(session_id, record, scope, receive, send)
+        await serve_from_record(self.manager, self.connections, self.streams, session_id, record, scope, receive, send)
         if not deleting:
             self._used(session_id)
 
@@ -283,56 +288,6 @@ class SharedSessions:
         task = asyncio.create_task(quietly())
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
-
-    # -- serving from a record -----------------------------------------------------------------------------
-
-    async def _serve_from_record(self, session_id: str, record: dict[str, Any], scope: Scope, receive: Receive,
-                                 send: Send) -> None:
-        """One request of a session held elsewhere, on a transport of its own that ends with the request."""
-        listening = scope["method"] == "GET"  # the session's stream: kept here while the client keeps it open
-        transport = StreamableHTTPServerTransport(
-            mcp_session_id=session_id, is_json_response_enabled=self.manager.json_response, event_store=None,
-            security_settings=self.manager.security_settings)
-
-        async def run_server(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-            async with transport.connect() as (read_stream, write_stream):
-                # As the SDK's stateless mode: a reply to a server request would have nowhere to land.
-                dispatcher: JSONRPCDispatcher[TransportContext] = JSONRPCDispatcher(
-                    read_stream, write_stream, inline_methods=frozenset({"initialize"}),
-                    transport_builder=lambda _md: TransportContext(kind="streamable-http", can_send_request=False))
-                connection = Connection.from_envelope(record["version"], record.get("client_info"),
-                                                      record.get("capabilities"),
-                                                      **({"outbound": dispatcher} if listening else {}))
-                task_status.started()
-                if listening:
-                    self.connections.add(connection)
-                try:
-                    # The manager's lifespan state, entered once for the app (the SDK keeps it private).
-                    await serve_connection(self.manager.app, dispatcher, connection=connection,
-                                           lifespan_state=self.manager._lifespan_state)
-                finally:
-                    self.connections.discard(connection)
-
-        with self._stream(session_id, transport) if listening else contextlib.nullcontext():
-            async with anyio.create_task_group() as group:
-                await group.start(run_server)
-                try:
-                    await transport.handle_request(scope, receive, send)
-                finally:
-                    with anyio.CancelScope(shield=True):
-                        await transport.terminate()
-
-    @contextlib.contextmanager
-    def _stream(self, session_id: str, transport: StreamableHTTPServerTransport) -> Iterator[None]:
-        """Know a GET stream served here by its session, so a DELETE elsewhere ends it."""
-        self.streams.setdefault(session_id, set()).add(transport)
-        try:
-            yield
-        finally:
-            held = self.streams.get(session_id, set())
-            held.discard(transport)
-            if not held:
-                self.streams.pop(session_id, None)
 
     # -- sessions closed elsewhere -------------------------------------------------------------------------
 

@@ -2,13 +2,11 @@
 
 The SDK owns the protocol: both revisions it serves (the 2025-11-25 ``initialize`` handshake with sessions, and
 the stateless 2026-07-28 per-request envelope), validation of every message, and the transports. This module
-only answers ``tools/list`` and ``tools/call`` from ``gateway.catalog.build`` and tells clients when it changes:
+authenticates and screens what reaches ``/mcp``, picks the path that answers it, and tells clients when the
+catalog changes:
 
-- ``tools/list``: tools whose scope allows server execution (plus browser tools when the request names a
-  browser session in ``_meta["gateway/session"]``), filtered by the caller's API key, in pages of
-  ``PAGE_SIZE``. Entries come from ``gateway.formats.mcp``, computed once per catalog.
-- ``tools/call``: through ``invoke``. Argument and tool failures are ``isError`` results an LLM can read;
-  an unknown tool, or one the key may not use, is a JSON-RPC error.
+- ``tools/list`` and ``tools/call`` are answered by ``gateway.server.mcp.handlers`` (``ToolHandlers``), on
+  either path.
 - POSTed messages are screened before the SDK reads them (``screen_message``): a body the gateway refuses
   anywhere (not UTF-8, duplicate keys, lone surrogates) is a parse error, and a request whose id is not a
   string or an integer is an Invalid Request (-32600, ``"id": null``, HTTP 400) on both revisions, where the
@@ -33,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -44,35 +41,24 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from ... import __version__
-from ...catalog.build import Catalog, Tool
-from ...client_channel import SILENT, ClientChannel
-from ...context import CallContext
+from ...catalog.build import Catalog
 from ...errors import BadRequest, GatewayError, Unauthorized
-from ...formats import mcp as mcp_format
-from ...formats import render_tools
-from ...invoke import invoke
-from ...results import ToolResult
 from ...runtime.gateway import Gateway
 from ...schema.argerrors import got
-from ..http.auth import SCOPE_KEY, Caller, authenticate, unknown_tool
+from ..http.auth import SCOPE_KEY, authenticate
 from ..http.bodies import first_headers, parse_json, receive_body
 from ..http.errors import dumps, gateway_error, refused
 from ..http.sending import VARY_ORIGIN, adding
 from .fast import FastPath
-from .messages import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, ProtocolError, Types, import_types
+from .handlers import ToolHandlers
+from .messages import INVALID_REQUEST, PARSE_ERROR, Types, import_types
 
 if TYPE_CHECKING:
     from .sdk import SdkServer  # imported in a thread once the app starts (``run``)
 
 log = logging.getLogger("gateway.mcp")
-PAGE_SIZE = 500
-TRACEPARENT_META = "traceparent"  # _meta key of a W3C trace context (the MCP SDK's own key), before the header
-SESSION_META = "gateway/session"  # _meta key naming the browser bridge session that may run client tools
-CONVERSATION_META = "gateway/conversation_id"
 BODY_KEY = "gateway.mcp.body"  # where a POST's body waits for the SDK, once read and screened
-TALKS_KEY = "gateway.mcp.talks"  # set when a POST calls a tool that may talk to its client (``McpSurface.talks``)
-X_MCP_HEADER_KEY = "x-mcp-header"  # the SDK's schema annotation for Mcp-Param-* headers (mcp.shared.inbound)
+TALKS_KEY = "gateway.mcp.talks"  # set when a POST calls a tool that may talk to its client (``ToolHandlers.talks``)
 
 
 class McpSurface:
@@ -80,18 +66,17 @@ class McpSurface:
 
     def __init__(self, gateway: Gateway):
         self.gateway = gateway
+        self.handlers = ToolHandlers(gateway)
         # The SDK wraps every message in an OpenTelemetry span; with no tracer provider configured (before the
         # app is built) that span is a no-op costing ~7% of a tools/call, so it is dropped — and then nothing of
         # the SDK's per-request work is left that the fast path would skip. With a provider, every request takes
         # the SDK (and its span).
         self.traced = not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
-        self.fast = FastPath(self)
+        self.fast = FastPath(self.handlers, self.traced, self.loaded_types)
         self.sdk: SdkServer | None = None  # once imported and running (``run``)
         self._types_ready: asyncio.Future[Types] | None = None
         self._sdk_ready: asyncio.Future[SdkServer] | None = None
         gateway.on_change(self.catalog_changed)
-
-    version = __version__  # the release named to MCP clients
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
@@ -115,9 +100,9 @@ class McpSurface:
             types = await asyncio.to_thread(import_types)
             self.fast.types_loaded(types)
             self._types_ready.set_result(types)
-            sdk = (await asyncio.to_thread(_import_sdk)).SdkServer(self)
+            sdk = (await asyncio.to_thread(_import_sdk)).SdkServer(self.handlers, self.traced)
             async with sdk.run():
-                self.sdk = sdk
+                self.sdk, self.fast.sessions = sdk, sdk.sessions  # the fast path serves a session the SDK holds
                 self._sdk_ready.set_result(sdk)
                 await stop.wait()
         except BaseException as exc:
@@ -132,7 +117,7 @@ class McpSurface:
                     future.cancel()
             raise
         finally:
-            self.sdk = None
+            self.sdk = self.fast.sessions = None
 
     async def loaded_sdk(self) -> SdkServer:
         """The SDK's server, once imported and running (the first requests after a start wait for it)."""
@@ -179,7 +164,7 @@ class McpSurface:
             await _jsonrpc_error(exc, scope, receive, refusing)
             return True
         scope[BODY_KEY] = body
-        if self.talks(message):  # the SDK's, to answer as SSE: the fast path answers JSON only
+        if self.handlers.talks(message):  # the SDK's, to answer as SSE: the fast path answers JSON only
             scope[TALKS_KEY] = True
             return False
         # A fast answer carries them itself, as adding() would place them: no wrapper per message.
@@ -195,85 +180,6 @@ class McpSurface:
             await gateway_error(exc)(scope, receive, send)
             return False
         return True
-
-    # -- handlers (the SDK's and the fast path's) -----------------------------------------------------------
-
-    def list_view(self, caller: Caller, headers: Mapping[str, str], params: Any) -> tuple[Catalog, tuple[Any, ...], int]:
-        """What a ``tools/list`` lists: the catalog, which of its ``visible`` lists, and where the page starts."""
-        catalog = self.gateway.catalog
-        key = _visible_key(caller, _session(headers, params.meta))
-        return catalog, key, _offset(params.cursor, len(self.visible(catalog, key, caller)))
-
-    def page_key(self, key: tuple[Any, ...], start: int) -> tuple[Any, ...] | None:
-        """How a page is known in the catalog's memo, for one that starts where this surface's pages start (not
-        for one at a cursor a client made up: those would be unbounded)."""
-        return None if start % PAGE_SIZE else ("mcp:page", key, start, PAGE_SIZE)
-
-    def list_page(self, catalog: Catalog, key: tuple[Any, ...], start: int, caller: Caller) -> dict[str, Any]:
-        tools = self.visible(catalog, key, caller)
-        entries = self.entries(catalog)
-        page: dict[str, Any] = {"tools": [entries[tool.id] for tool in tools[start:start + PAGE_SIZE]],
-                                "resultType": "complete"}
-        if start + PAGE_SIZE < len(tools):
-            page["nextCursor"] = str(start + PAGE_SIZE)
-        return page
-
-    def talks(self, message: Any) -> bool:
-        """Whether a POSTed message calls a tool that may talk to its client while it runs."""
-        talking = self.talking(self.gateway.catalog)
-        if not talking or type(message) is not dict or message.get("method") != "tools/call":
-            return False
-        params = message.get("params")
-        name = params.get("name") if type(params) is dict else None
-        return type(name) is str and name in talking
-
-    async def call_tool(self, caller: Caller, headers: Mapping[str, str], request_id: Any, params: Any,
-                        client: ClientChannel = SILENT) -> dict[str, Any]:
-        catalog = self.gateway.catalog
-        tool = catalog.tools.get(params.name)
-        # A tool the key may not use is unknown to it, as on REST: neither told apart nor suggested.
-        if tool is None or tool.id not in self.entries(catalog) or not caller.may_use(tool):
-            key = _visible_key(caller, _session(headers, params.meta))
-            known = [t.id for t in self.visible(catalog, key, caller)]
-            raise ProtocolError(INVALID_PARAMS, str(unknown_tool(params.name, known)))
-        result = await invoke(catalog, tool.id, params.arguments,
-                              _context(headers, caller, request_id, params.meta, client))
-        return self.call_result(tool, result)
-
-    def input_schema(self, name: str) -> Any:
-        """For the SDK's ``Mcp-Param-*`` header check (2026-07-28): the listed schema of a tool that declares
-        ``x-mcp-header`` parameters; None (nothing to check) for every other tool, without walking its schema."""
-        catalog = self.gateway.catalog
-        entries = self.entries(catalog)
-        annotated = catalog.memo("mcp:x-mcp-header", lambda: {
-            tool_id: entry["inputSchema"] for tool_id, entry in entries.items()
-            if X_MCP_HEADER_KEY in json.dumps(entry["inputSchema"])})
-        return annotated.get(name)
-
-    # -- catalog views --------------------------------------------------------------------------------------
-
-    def entries(self, catalog: Catalog) -> dict[str, dict[str, Any]]:
-        """MCP tool entries by id, once per catalog; a tool MCP cannot express is absent (logged once)."""
-        return catalog.memo("mcp:entries", lambda: _entries(catalog))
-
-    def talking(self, catalog: Catalog) -> frozenset[str]:
-        """The ids of the tools whose calls may talk to their client (``Tool.talks``), once per catalog."""
-        return catalog.memo("mcp:talking", lambda: frozenset(tool.id for tool in catalog.tools.values() if tool.talks))
-
-    def visible(self, catalog: Catalog, key: tuple[Any, ...], caller: Caller) -> list[Tool]:
-        # Once per catalog and kind of caller (what may_use reads): walking 10,000 tools took ~50 ms a listing.
-        entries = self.entries(catalog)
-        session = key[-1]
-        return catalog.memo(key, lambda: [
-            tool for tool in catalog.tools.values()
-            if tool.id in entries and (tool.scope.runs_on_server or session) and caller.may_use(tool)
-        ])
-
-    def call_result(self, tool: Tool, result: ToolResult) -> dict[str, Any]:
-        body: dict[str, Any] = {"content": result.blocks(), "isError": result.is_error, "resultType": "complete"}
-        if result.structured:
-            body["structuredContent"] = mcp_format.structured_content(tool, result.value)
-        return body
 
     async def catalog_changed(self, catalog: Catalog) -> None:
         if self.sdk is not None:  # before the SDK runs, no session or listen stream exists to tell
@@ -329,57 +235,3 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
     return replay
 
-
-def _entries(catalog: Catalog) -> dict[str, dict[str, Any]]:
-    entries = {}
-    for tool in catalog.tools.values():
-        rendered = render_tools([tool], "mcp")  # memoised on the tool: a reload re-renders only what changed
-        for diagnostic in rendered.diagnostics:
-            log.warning("%s", diagnostic)
-        if rendered.tools:
-            entries[tool.id] = rendered.tools[0]
-    return entries
-
-
-def _visible_key(caller: Caller, session: str | None) -> tuple[Any, ...]:
-    """What of a caller decides which tools it sees (what ``may_use`` reads, and whether it names a session)."""
-    return "mcp:visible", caller.auth, caller.key is not None, caller.toolsets, bool(session)
-
-
-def _session(headers: Mapping[str, str], meta: Any) -> str | None:
-    """The browser bridge session a request names: ``_meta["gateway/session"]``, else ``X-Gateway-Session``."""
-    return _meta_text(meta, SESSION_META) or headers.get("x-gateway-session")
-
-
-def _meta_text(meta: Any, key: str) -> str | None:
-    """A gateway ``_meta`` entry, which must be a string when present (else INVALID_PARAMS naming it)."""
-    value = (meta or {}).get(key)
-    if value is not None and not isinstance(value, str):
-        raise ProtocolError(INVALID_PARAMS, f'_meta["{key}"] must be a string, not {type(value).__name__}.')
-    return value
-
-
-def _context(headers: Mapping[str, str], caller: Caller, request_id: Any, meta: Any,
-             client: ClientChannel) -> CallContext:
-    session = _session(headers, meta)
-    return CallContext(
-        conversation_id=_meta_text(meta, CONVERSATION_META) or headers.get("x-conversation-id"),
-        user=caller.user(headers.get("x-user")),
-        tool_call_id=str(request_id) if request_id is not None else None,
-        session=session,
-        side="client" if session else "server",  # a named page runs scope-all tools
-        surface="mcp",
-        caller=caller.name,
-        traceparent=_meta_text(meta, TRACEPARENT_META) or headers.get("traceparent"),
-        client=client,
-    )
-
-
-def _offset(cursor: str | None, total: int) -> int:
-    """Where a page starts. A catalog that shrank between pages ends the listing; list_changed follows."""
-    if cursor is None:
-        return 0
-    # ASCII digits, and few: str.isdigit takes '²', and int() refuses 4,300 digits or more (an internal error).
-    if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 12:
-        raise ProtocolError(INVALID_PARAMS, f"Invalid cursor {cursor[:40]!r}: list the tools again from the start.")
-    return min(int(cursor), total)
