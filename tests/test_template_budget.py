@@ -10,6 +10,7 @@ import threading
 import pytest
 from jinja2 import Environment
 
+from gateway.templates import budget
 from gateway.templates.budget import run_bounded
 from gateway.templates.compile import DEFAULT_ENV, RenderError, TemplateInvalid, compile_template, compile_value
 from gateway.templates.limits import MAX_SIZE
@@ -198,3 +199,26 @@ async def test_method_over_a_large_input_runs_off_the_event_loop(monkeypatch):
     template = compile_template("{{ args.text.split()[0] }}")
     await run_bounded(lambda: template.render({"args": {"text": "some words " * 30_000}}))
     assert on_event_loop == [False]
+
+
+async def test_a_render_that_waited_for_a_thread_names_the_whole_budget():
+    """A render that moves to a worker thread carries on with what is left of its budget; the error still names
+    the budget it was given (it said 'ran longer than 0.92 s' for a 1 s budget when the threads were busy)."""
+    release = threading.Event()
+    busy = [budget._THREADS.submit(release.wait) for _ in range(budget._THREADS._max_workers)]
+
+    def forever():
+        while True:
+            budget.current().tick()
+
+    try:
+        render = asyncio.ensure_future(run_bounded(forever))
+        await asyncio.sleep(0.3)  # the render waits for a thread: that wait is spent from its budget
+        release.set()
+        with pytest.raises(Exception, match=r"ran longer than 1 s \(") as raised:
+            await render
+        assert type(raised.value).__name__ == TOO_COSTLY
+    finally:
+        release.set()
+        for future in busy:
+            future.result()

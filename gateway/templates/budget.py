@@ -58,9 +58,11 @@ class Budget:
 
     __slots__ = ("deadline", "max_produced", "produced", "slice_end", "time_s")
 
-    def __init__(self, time_s: float, *, max_produced: int = MAX_PRODUCED, slice_s: float | None = None):
+    def __init__(self, time_s: float, *, max_produced: int = MAX_PRODUCED, slice_s: float | None = None,
+                 named_s: float | None = None):
         now = time.monotonic()
-        self.time_s = time_s
+        # The budget the error names: the whole render's, also where a thread carries on with what is left of it.
+        self.time_s = time_s if named_s is None else named_s
         self.deadline = now + time_s
         self.slice_end = now + slice_s if slice_s is not None else None
         self.produced = 0
@@ -94,14 +96,14 @@ def current() -> Budget:
 
 @contextmanager
 def bounded(time_s: float = RENDER_TIME_S, *, max_produced: int = MAX_PRODUCED,
-            slice_s: float | None = None) -> Iterator[Budget]:
+            slice_s: float | None = None, named_s: float | None = None) -> Iterator[Budget]:
     """Install a budget for what runs in this thread inside the block; within a render already bounded, that
     render's budget keeps counting (so the parts of one request share one)."""
     active = getattr(_local, "budget", None)
     if active is not None:
         yield active
         return
-    _local.budget = budget = Budget(time_s, max_produced=max_produced, slice_s=slice_s)
+    _local.budget = budget = Budget(time_s, max_produced=max_produced, slice_s=slice_s, named_s=named_s)
     try:
         yield budget
     finally:
@@ -125,10 +127,10 @@ async def run_bounded(work: Callable[[], T], deadline: float | None = None) -> T
     except SliceSpent:
         pass
     started = time.monotonic()
-    return await loop.run_in_executor(_THREADS, _in_thread, work, started + time_s)
+    return await loop.run_in_executor(_THREADS, _in_thread, work, started + time_s, time_s)
 
 
-def _in_thread(work: Callable[[], T], deadline: float) -> T:
+def _in_thread(work: Callable[[], T], deadline: float, time_s: float) -> T:
     # Time spent waiting for a free thread counts: the render ends by the caller's deadline either way.
-    with bounded(max(deadline - time.monotonic(), 0.0)):
+    with bounded(max(deadline - time.monotonic(), 0.0), named_s=time_s):
         return work()
