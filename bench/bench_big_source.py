@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import statistics
@@ -33,7 +34,7 @@ import time
 from pathlib import Path
 
 import httpx
-from bench_mcp_upstream import free_port, wait_listening
+from server_processes import free_port, spawn_gateway, stop, wait_healthy, wait_listening
 
 REPO = Path(__file__).resolve().parent.parent
 UPSTREAM = REPO / "tests" / "fixtures" / "mcp_upstream" / "many_tools_http.py"
@@ -56,22 +57,14 @@ def peak_rss_mib(pid: int) -> float:
 
 def run_case(defs: Path, env: dict[str, str], window: float) -> dict[str, float]:
     port = free_port()
-    started = time.monotonic()
+    started = time.perf_counter()
     log = defs / "serve.log"
     with log.open("wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "gateway", "serve", str(defs), "--port", str(port),
-                                    "--no-reload"], env=env, stdout=out, stderr=subprocess.STDOUT)
+        process = spawn_gateway(defs, port, "--no-reload", env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        while True:
-            if process.poll() is not None:
-                raise SystemExit(f"the gateway exited ({process.returncode}):\n{log.read_text()}")
-            try:
-                if httpx.get(f"{url}/healthz", timeout=120).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        startup = time.monotonic() - started
+        startup = wait_healthy(f"{url}/healthz", process, "the gateway", timeout_s=math.inf, request_timeout_s=120,
+                               log=log) - started
         process.send_signal(signal.SIGHUP)  # a rebuild reads the source again, now with the server's loop running
         latencies = []
         until = time.monotonic() + window
@@ -86,8 +79,7 @@ def run_case(defs: Path, env: dict[str, str], window: float) -> dict[str, float]
                 "calls": len(latencies), "rss_mib": peak_rss_mib(process.pid),
                 "served": sources[0].get("tools", 0), "error": sources[0].get("error")}
     finally:
-        process.terminate()
-        process.wait(30)
+        stop(process)
 
 
 def main() -> None:
@@ -112,8 +104,8 @@ def main() -> None:
                                      "--directory", scratch], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
         results = {}
         try:
-            for port, server in zip((upstream_port, document_port), servers, strict=True):
-                wait_listening(port, server, timeout_s=120)
+            wait_listening(servers[0], upstream_port, "the upstream", timeout_s=120)
+            wait_listening(servers[1], document_port, "the OpenAPI document's server", timeout_s=120)
             for label, sources in cases.items():
                 defs = Path(scratch) / label.replace(" ", "_")
                 (defs / "python").mkdir(parents=True)
@@ -121,9 +113,7 @@ def main() -> None:
                 (defs / "tools.yaml").write_text(sources + LOCAL)
                 results[label] = run_case(defs, env, args.window)
         finally:
-            for server in servers:
-                server.terminate()
-                server.wait(20)
+            stop(*servers, timeout_s=20)
     base = results["no source"]
     print(f"one source of {args.tools:,} tools ({args.page or args.tools:,} per page) against none; "
           f"{args.window:g} s of local_echo calls after a SIGHUP")

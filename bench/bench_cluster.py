@@ -30,12 +30,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from bench_serving import EXAMPLES, Server, _free_port, _pin, measure
+from bench_serving import EXAMPLES, Server, _pin, add_load_options, measure
+from server_processes import free_port, wait_healthy
 from support import Nginx, RedisServer
 
 # row -> (the server it loads, bench_serving's scenario)
@@ -59,23 +59,11 @@ class Gateway(Server):
     """A gateway process with ``bench_serving.Server``'s measures (its CPU seconds from /proc)."""
 
     def __init__(self, definitions: Path, redis_url: str | None, *, pin: bool):  # not Server's: other kinds
-        self.port = _free_port()
+        self.port = free_port()
         self.process = subprocess.Popen(
             [sys.executable, __file__, "serve", str(self.port), str(definitions), redis_url or "-", str(int(pin))],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        import httpx
-
-        deadline = time.monotonic() + 60
-        while True:
-            if self.process.poll() is not None:
-                raise SystemExit(f"a gateway exited with {self.process.returncode}")
-            try:
-                httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=1)
-                return
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
-                    raise SystemExit("a gateway did not start") from None
-                time.sleep(0.1)
+        wait_healthy(f"http://127.0.0.1:{self.port}/healthz", self.process, "a gateway", poll_s=0.1)
 
 
 class Front:
@@ -98,9 +86,7 @@ def main() -> None:
     serve_cmd.add_argument("definitions", type=Path)
     serve_cmd.add_argument("redis_url")
     serve_cmd.add_argument("pin", type=int)
-    parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--duration", type=float, default=2.0, help="seconds per row and round, after warm-up")
-    parser.add_argument("--rounds", type=int, default=3)
+    add_load_options(parser)
     args = parser.parse_args()
     if args.command == "serve":
         return serve(args.port, args.definitions, args.redis_url, bool(args.pin))

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx
+from server_processes import free_port, spawn_gateway, stop, wait_healthy
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -60,25 +59,6 @@ def serve_upstream(port: int) -> None:
 
     app = Starlette(routes=[Mount("/demo", routes=demo_api.routes())])
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_until_up(url: str, process: subprocess.Popen, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{url}: the process exited with {process.returncode}")
-        try:
-            httpx.get(url, timeout=1)
-            return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{url} did not come up within {seconds} s")
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -152,19 +132,15 @@ def main() -> None:
         processes = [
             subprocess.Popen([sys.executable, __file__, "--upstream", upstream.rsplit(":", 1)[1]],
                              env=environment),
-            subprocess.Popen([sys.executable, "-m", "gateway", "serve", str(definitions), "--no-reload",
-                              "--port", gateway.rsplit(":", 1)[1]],
-                             env=environment | {"TOOL_GATEWAY_LOG_LEVEL": "warning"}),
+            spawn_gateway(definitions, int(gateway.rsplit(":", 1)[1]), "--no-reload",
+                          env=environment | {"TOOL_GATEWAY_LOG_LEVEL": "warning"}, stdout=None, stderr=None),
         ]
         try:
-            wait_until_up(upstream + "/demo/stations", processes[0])
-            wait_until_up(gateway + "/healthz", processes[1])
+            wait_healthy(upstream + "/demo/stations", processes[0], "the upstream", timeout_s=30, poll_s=0.1)
+            wait_healthy(gateway + "/healthz", processes[1], "the gateway", timeout_s=30, poll_s=0.1)
             samples = asyncio.run(measure(upstream, gateway, definitions, args.rounds))
         finally:
-            for process in processes:
-                process.terminate()
-            for process in processes:
-                process.wait(10)
+            stop(*processes, timeout_s=10)
     report(samples, args.rounds)
 
 

@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,28 +26,10 @@ from pathlib import Path
 
 import httpx
 from mcp import Client
+from server_processes import cpu_seconds, free_port, spawn_gateway, stop, wait_listening
 
 REPO = Path(__file__).resolve().parent.parent
 UPSTREAM = REPO / "tests" / "fixtures" / "mcp_upstream" / "mcpserver_http.py"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_listening(port: int, process: subprocess.Popen[bytes], timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if process.poll() is not None:
-            raise SystemExit(f"a server exited ({process.returncode})")
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        if time.monotonic() > deadline:
-            raise SystemExit(f"nothing listens on {port}")
-        time.sleep(0.05)
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -58,12 +39,6 @@ def percentile(values: list[float], fraction: float) -> float:
 
 PATHS = {"direct to the upstream": "echo", "gateway, fast path": "echo", "gateway, SDK call": "echo",
          "gateway, local python tool": "local_echo"}
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 async def measure(urls: dict[str, str], pids: dict[str, int], calls: int
@@ -107,26 +82,23 @@ def main() -> None:
         try:
             processes.append(subprocess.Popen([sys.executable, str(UPSTREAM), str(upstream_port)],
                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            wait_listening(upstream_port, processes[-1])
+            wait_listening(processes[-1], upstream_port, "the upstream", timeout_s=60)
             pids = {}
             for label, port in ports.items():
                 fast = "0" if label == "gateway, SDK call" else "1"
-                processes.append(subprocess.Popen(
-                    [sys.executable, "-m", "gateway", "serve", str(defs), "--port", str(port), "--no-reload"],
-                    env={**env, "TOOL_GATEWAY_LOG_LEVEL": "warning", "TOOL_GATEWAY_MCP_UPSTREAM_FAST": fast},
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                processes.append(spawn_gateway(
+                    defs, port, "--no-reload",
+                    env={**env, "TOOL_GATEWAY_LOG_LEVEL": "warning", "TOOL_GATEWAY_MCP_UPSTREAM_FAST": fast}))
                 pids[label] = processes[-1].pid
             for label, port in ports.items():
-                wait_listening(port, processes[list(ports).index(label) + 1])
+                wait_listening(processes[list(ports).index(label) + 1], port, label, timeout_s=60)
                 tools = httpx.get(f"http://127.0.0.1:{port}/tools").json()["tools"]
                 assert any(tool["id"] == "echo" for tool in tools), "a gateway does not serve the upstream's tools"
             urls = {"direct to the upstream": f"http://127.0.0.1:{upstream_port}/mcp",
                     **{label: f"http://127.0.0.1:{port}/mcp" for label, port in ports.items()}}
             paths, cpu = asyncio.run(measure(urls, pids, args.calls))
         finally:
-            for process in reversed(processes):  # the gateway first: it holds a stream open to the upstream
-                process.terminate()
-                process.wait(20)
+            stop(*reversed(processes), timeout_s=20)  # the gateways first: they hold a stream open to the upstream
     ms = 1000
     print(f"{args.calls} calls of the upstream's 'echo', same mcp client, interleaved")
     print(f"{'path':<28} {'p50':>9} {'p90':>9} {'mean':>9} {'gateway CPU/call':>17}")

@@ -33,7 +33,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_serving import EXAMPLES, Server, _free_port, _pin, measure, wait_listening
+from bench_serving import EXAMPLES, Server, _pin, add_load_options, measure
+from server_processes import free_port, wait_listening
 
 ROWS = ("off", "quiet", "observed", "traced", "exported", "sampled")
 # (row, baseline, target): the issue's targets, and what tracing alone costs over the other consumers.
@@ -67,7 +68,7 @@ class Gateway(Server):
     """A gateway process for one row (``bench_serving.Server``'s measures, this file's configurations)."""
 
     def __init__(self, row: str, scratch: Path, env: dict[str, str]):  # not Server's: it starts its own kinds
-        self.port = _free_port()
+        self.port = free_port()
         self.process = subprocess.Popen([sys.executable, __file__, "serve", row, str(self.port), str(scratch)],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         wait_listening(self.process, self.port, f"the {row} gateway")
@@ -92,7 +93,7 @@ class Receiver:
             self.spans += sum(len(scope.spans) for spans in export.resource_spans for scope in spans.scope_spans)
             return Response(b"", media_type="application/x-protobuf")
 
-        self.port = _free_port()
+        self.port = free_port()
         app = Starlette(routes=[Route("/v1/traces", traces, methods=["POST"])])
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -116,9 +117,7 @@ def main() -> None:
     serve_cmd.add_argument("row", choices=ROWS)
     serve_cmd.add_argument("port", type=int)
     serve_cmd.add_argument("scratch", type=Path)
-    parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--duration", type=float, default=2.0, help="seconds per row and round, after warm-up")
-    parser.add_argument("--rounds", type=int, default=3)
+    add_load_options(parser)
     args = parser.parse_args()
     if args.command == "serve":
         return serve(args.row, args.port, args.scratch)

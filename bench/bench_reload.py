@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +33,7 @@ from watchfiles import awatch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from generate import generate, write_file
+from server_processes import cpu_seconds, free_port, spawn_gateway, stop, wait_healthy
 
 from gateway.catalog.build import build_catalog
 from gateway.definitions.load import load_definitions
@@ -77,59 +76,38 @@ async def watch_floor_ms(directory: Path, edits: int) -> float:
     return statistics.median(samples) * 1000
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def measure_server(root: Path, edits: int) -> dict[str, float]:
     port = free_port()
     environ = os.environ | {"TOOL_GATEWAY_LOG_LEVEL": "warning"}
-    server = subprocess.Popen([sys.executable, "-m", "gateway", "serve", str(root), "--port", str(port)],
-                              env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # The server's output beside the definitions, not among them: the watcher would take each line for an edit.
+    log = root.parent / f"{root.name}-serve.log"
+    with log.open("wb") as out:
+        server = spawn_gateway(root, port, env=environ, stderr=out)
     try:
+        wait_healthy(f"http://127.0.0.1:{port}/healthz", server, "the server", timeout_s=300, request_timeout_s=60,
+                     log=log)
         http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
-        deadline = time.monotonic() + 300
-        while True:
-            if server.poll() is not None:
-                raise RuntimeError(f"server exited: {server.stderr.read() if server.stderr else ''}")
-            try:
-                if http.get("/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("server did not start")
-            time.sleep(0.05)
         tool = f"/tools/tool_{EDITED_FILE * 10}"
         served, rebuilt, listed, cpu = [], [], [], []
         time.sleep(0.5)  # the watch's first (no-op) rebuild
         for edit in range(edits):
             etag = http.get(tool).headers["etag"]
-            started, cpu_before = time.perf_counter(), cpu_s(server.pid)
+            started, cpu_before = time.perf_counter(), cpu_seconds(server.pid)
             write_file(root, EDITED_FILE, marker=f"edit {edit}")
             while http.get(tool, headers={"If-None-Match": etag}).status_code == 304:
                 time.sleep(POLL_S)
             served.append(time.perf_counter() - started)
-            cpu.append(cpu_s(server.pid) - cpu_before)
+            cpu.append(cpu_seconds(server.pid) - cpu_before)
             listing = http.get("/tools")
             listed.append(time.perf_counter() - started)
             assert listing.headers["etag"] != etag
             rebuilt.append(http.get("/status").json()["last_reload"]["duration_ms"] / 1000)
         http.close()
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        stop(server)
     return {"served_ms": statistics.median(served) * 1000, "served_min_ms": min(served) * 1000,
             "served_max_ms": max(served) * 1000, "rebuild_ms": statistics.median(rebuilt) * 1000,
             "listing_ms": statistics.median(listed) * 1000, "cpu_ms": statistics.median(cpu) * 1000}
-
-
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a running process (from /proc): what it spent, whatever else the machine runs."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:

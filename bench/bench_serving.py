@@ -31,7 +31,6 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,6 +38,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from server_processes import cpu_seconds, free_port, stop, wait_listening
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "tool-definitions"
@@ -204,45 +205,21 @@ def load(name: str, port: int, concurrency: int, duration: float) -> None:
 
 # -- the run -----------------------------------------------------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_listening(process: subprocess.Popen, port: int, what: str, timeout_s: float = 30) -> None:
-    """Return once ``process`` accepts connections on ``port`` of 127.0.0.1; end the run naming ``what`` if it
-    exits first or is not up within ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if process.poll() is not None:
-            raise SystemExit(f"{what} exited with {process.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise SystemExit(f"{what} did not start") from None
-            time.sleep(0.05)
-
-
 class Server:
     """One server process for the whole run; rows against it are interleaved with the others' rows."""
 
     def __init__(self, kind: str):
-        self.port = _free_port()
+        self.port = free_port()
         self.process = subprocess.Popen([sys.executable, __file__, "serve", kind, str(self.port)],
                                         stderr=subprocess.DEVNULL)
         wait_listening(self.process, self.port, f"{kind} server")
 
     def cpu_seconds(self) -> float:
         """User + system CPU time the server process has used (from /proc: immune to other load on the box)."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_seconds(self.process.pid)
 
     def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=10)
+        stop(self.process, timeout_s=10)
 
 
 def measure(server: Server, name: str, concurrency: int, duration: float) -> dict[str, float]:
@@ -256,6 +233,13 @@ def measure(server: Server, name: str, concurrency: int, duration: float) -> dic
     return result
 
 
+def add_load_options(parser: argparse.ArgumentParser) -> None:
+    """How ``measure`` loads each row: these options mean the same in every bench built on it."""
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--duration", type=float, default=2.0, help="seconds per row and round, after warm-up")
+    parser.add_argument("--rounds", type=int, default=3)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command")
@@ -267,9 +251,7 @@ def main() -> None:
     load_cmd.add_argument("port", type=int)
     load_cmd.add_argument("concurrency", type=int)
     load_cmd.add_argument("duration", type=float)
-    parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--duration", type=float, default=2.0, help="seconds per row and round, after warm-up")
-    parser.add_argument("--rounds", type=int, default=3)
+    add_load_options(parser)
     args = parser.parse_args()
     if args.command == "serve":
         return serve(args.kind, args.port)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import re
 import resource
@@ -41,8 +42,9 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_serving import ARGUMENTS, LEGACY, MODERN, Server, _free_port
+from bench_serving import ARGUMENTS, LEGACY, MODERN, Server
 from generate import generate
+from server_processes import cpu_seconds, free_port, spawn_gateway, stop, wait_healthy
 
 PROBE = r'''
 import json, resource, sys, time
@@ -96,28 +98,10 @@ def _bytecode_env(pycache: Path | None) -> dict[str, str]:
 
 def _serve(root: Path, state: Path, port: int, pycache: Path | None = None) -> subprocess.Popen:
     environ = _bytecode_env(pycache) | {"TOOL_GATEWAY_STATE_DIR": str(state), "TOOL_GATEWAY_LOG_LEVEL": "warning"}
-    return subprocess.Popen([sys.executable, "-m", "gateway", "serve", str(root), "--port", str(port), "--no-reload"],
-                            env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def _until_healthy(port: int, process: subprocess.Popen, started: float) -> float:
-    # One client for every poll: httpx.get makes a client (and its TLS context, ~10 ms of CPU) per call, which
-    # polling every 10 ms turned into a core taken from the server on a 2-core machine.
-    with httpx.Client(timeout=5) as client:
-        while True:
-            if process.poll() is not None:
-                raise SystemExit(f"server exited with {process.returncode}")
-            try:
-                if client.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
-                    return time.perf_counter() - started
-            except httpx.TransportError:
-                pass
-            time.sleep(0.01)
+    return spawn_gateway(root, port, "--no-reload", env=environ)
 
 
 def restart(root: Path, count: int, state: Path, then: list | None = None, pycache: Path | None = None) -> None:
-    from bench_reload import cpu_s
-
     # The CLI first, as `serve` imports it: it keeps httpx's command-line client (rich) out of the process.
     floor_command = [sys.executable, "-c", "import gateway.cli.main, gateway.server.app"]
     environ = _bytecode_env(pycache)
@@ -134,20 +118,22 @@ def restart(root: Path, count: int, state: Path, then: list | None = None, pycac
     floor, floor_cpu = min(f[0] for f in floors), min(f[1] for f in floors)
     times, cpus = [], []
     for attempt in range(3):
-        port = _free_port()
+        port = free_port()
         started = time.perf_counter()
         process = _serve(root, state, port, pycache)
         try:
-            times.append(_until_healthy(port, process, started))
-            cpus.append(cpu_s(process.pid))
+            # Polled every 10 ms, with no deadline: the start-up is what is measured.
+            healthy = wait_healthy(f"http://127.0.0.1:{port}/healthz", process, "the server", timeout_s=math.inf,
+                                   poll_s=0.01)
+            times.append(healthy - started)
+            cpus.append(cpu_seconds(process.pid))
             listed = httpx.get(f"http://127.0.0.1:{port}/tools", timeout=60).json()["tools"]
             assert len(listed) == count, len(listed)
             if then and attempt == 2:
                 for step in then:
                     step(port)
         finally:
-            process.terminate()
-            process.wait(timeout=30)
+            stop(process)
     print(f"serve start -> /healthz ok with {count:,} tools (full catalog checked), "
           f"{'.pyc warm' if pycache else 'bytecode cache as the environment has it'}")
     print(f"  baseline: interpreter + importing the server  {floor:6.2f} s wall, {floor_cpu:5.2f} s CPU (best of 3)")
@@ -310,9 +296,8 @@ def calls(duration: float, rounds: int, tmp: Path) -> None:
             for name in rows:
                 ratios[name].append(this_round[name] / this_round["bare Starlette /sum"])
     finally:
-        for server in servers.values():
-            server.process.kill()  # open MCP streams would hold a graceful stop for its whole grace period
-            server.process.wait(timeout=10)
+        # SIGKILL: open MCP streams would hold a graceful stop for its whole grace period.
+        stop(*(server.process for server in servers.values()), timeout_s=10, kill=True)
     base, base_cpu = per_s["bare Starlette /sum"], per_cpu["bare Starlette /sum"]
     print(f"tools/call with wrk, 16 connections, best of {rounds} interleaved rounds x {duration:g} s")
     print(f"  {'':<28} {'req/s':>8} {'x bare':>7}   {'req/CPU-s':>9} {'x bare':>7}   {'median of rounds':>16}")

@@ -25,8 +25,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,6 +33,7 @@ import time
 from pathlib import Path
 
 import httpx
+from server_processes import free_port, spawn_gateway, stop, wait_healthy
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS_PY = '''
@@ -71,37 +70,14 @@ tools:
 TOOLS = {"tool": ("hang", "hello"), "filter": ("hang_filtered", "hello_filtered")}
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def start_gateway(definitions: Path, source: Path | None) -> tuple[subprocess.Popen, str]:
     """``tool-gateway serve`` on a free port, from ``source``'s gateway package when given."""
     port = free_port()
     env = {**os.environ, "TOOL_GATEWAY_LOG_LEVEL": "error"}
-    # `python -m` imports from its working directory first: run it in the source tree that should serve.
-    process = subprocess.Popen([sys.executable, "-m", "gateway", "serve", str(definitions), "--port", str(port),
-                                "--no-reload"], env=env, cwd=source or REPO, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    process = spawn_gateway(definitions, port, "--no-reload", env=env, cwd=source or REPO)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the gateway exited with {process.returncode}")
-        try:
-            httpx.get(url + "/healthz", timeout=1)
-            return process, url
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{url} did not come up within 30 s")
-
-
-def stop(process: subprocess.Popen) -> None:
-    # SIGKILL: the hung calls' threads would hold a graceful exit until they return, which measures nothing.
-    process.send_signal(signal.SIGKILL)
-    process.wait(10)
+    wait_healthy(url + "/healthz", process, "the gateway", timeout_s=30, poll_s=0.1)
+    return process, url
 
 
 async def keep_hung(url: str, hung: int, sleep: float, tool: str) -> None:
@@ -154,7 +130,8 @@ def run(definitions: Path, source: Path | None, args: argparse.Namespace
                 load.wait(10)
         return results
     finally:
-        stop(process)
+        # SIGKILL: the hung calls' threads would hold a graceful exit until they return, which measures nothing.
+        stop(process, timeout_s=10, kill=True)
 
 
 def percentile(samples: list[float], fraction: float) -> float:

@@ -27,8 +27,6 @@ import argparse
 import asyncio
 import itertools
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+# The bench folder's modules, also when a test loads this file by its path.
+sys.path.insert(0, str(Path(__file__).parent))
+from server_processes import free_port, spawn_gateway, stop, wait_healthy
 
 KINDS = ("valid", "broken_yaml", "tool_added", "module_changed", "tool_removed", "module_broken")
 STABLE = """\
@@ -154,12 +156,6 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 async def call_once(http: httpx.AsyncClient, number: int) -> str | None:
     """One call, checked; the reason it failed, or None."""
     if number % 2:
@@ -265,29 +261,13 @@ def soak(calls: int = 20_000, duration_s: float = 60.0, edits: int = 100, concur
         definitions = Definitions(Path(tmp) / "defs")
         port = free_port()
         environ = os.environ | {"TOOL_GATEWAY_LOG_LEVEL": "warning"}
-        server = subprocess.Popen([sys.executable, "-m", "gateway", "serve", str(definitions.root), "--port",
-                                   str(port)], env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = spawn_gateway(definitions.root, port, env=environ)
         try:
             url = f"http://127.0.0.1:{port}"
-            wait_until_up(url, server)
+            wait_healthy(url + "/healthz", server, "the server")
             return asyncio.run(drive(url, server.pid, definitions, calls, duration_s, edits, concurrency))
         finally:
-            server.terminate()
-            server.wait(timeout=30)
-
-
-def wait_until_up(url: str, server: subprocess.Popen[bytes], seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"the server exited with {server.returncode}")
-        try:
-            if httpx.get(url + "/healthz", timeout=5).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    raise RuntimeError("the server did not start")
+            stop(server)
 
 
 def main() -> None:

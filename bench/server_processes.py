@@ -1,0 +1,91 @@
+"""The benchmarks' server processes: a free port of 127.0.0.1, ``tool-gateway serve`` in a child process, waiting
+until a server listens or answers, the CPU seconds it has used, and stopping it.
+
+Every server a bench measures (a gateway, an upstream, a bare baseline) runs in a process of its own, so that the
+CPU it spends is its own (read from /proc) and the load generator never shares its interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 free now (for a child process to bind)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def spawn_gateway(definitions: Path, port: int, *args: str, **popen: Any) -> subprocess.Popen:
+    """``tool-gateway serve <definitions> --port <port> <args>``, without waiting for it; its output is dropped
+    unless ``popen`` (``subprocess.Popen``'s keywords) routes it. It runs as ``python -m gateway``, which imports
+    the package of its working directory first: ``cwd`` picks the source tree that serves."""
+    streams = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    return subprocess.Popen([sys.executable, "-m", "gateway", "serve", str(definitions), "--port", str(port), *args],
+                            **(streams | popen))
+
+
+def wait_listening(process: subprocess.Popen, port: int, what: str, timeout_s: float = 30) -> None:
+    """Return once ``process`` accepts connections on ``port`` of 127.0.0.1; end the run naming ``what`` if it
+    exits first or is not up within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if process.poll() is not None:
+            raise SystemExit(f"{what} exited with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{what} did not start") from None
+            time.sleep(0.05)
+
+
+def wait_healthy(url: str, process: subprocess.Popen, what: str, *, timeout_s: float = 60, poll_s: float = 0.05,
+                 request_timeout_s: float = 5, log: Path | None = None) -> float:
+    """Poll ``GET url`` every ``poll_s`` until it answers 200; the ``time.perf_counter()`` of that answer, so that
+    a start-up can be timed to it. End the run naming ``what`` (and showing ``log``, the server's output) if the
+    process exits first or does not answer within ``timeout_s`` (``math.inf``: wait as long as it takes)."""
+    import httpx  # here: bench_serving's servers and load generator import this module, and never this client
+
+    deadline = time.monotonic() + timeout_s
+    # One client for every poll: httpx.get makes a client (and its TLS context, ~10 ms of CPU) per call, which
+    # polling every 10 ms turned into a core taken from the server on a 2-core machine.
+    with httpx.Client(timeout=request_timeout_s) as client:
+        while True:
+            if process.poll() is not None:
+                said = f":\n{log.read_text(errors='replace')}" if log else ""
+                raise SystemExit(f"{what} exited with {process.returncode}{said}")
+            try:
+                if client.get(url).status_code == 200:
+                    return time.perf_counter()
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{what} did not answer {url} within {timeout_s:g} s")
+            time.sleep(poll_s)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a running process has used (from /proc): what it spent, whatever else the
+    machine runs."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def stop(*processes: subprocess.Popen, timeout_s: float = 30, kill: bool = False) -> None:
+    """Stop each process in turn, the next only once the last has exited: SIGTERM (a graceful stop), or SIGKILL
+    with ``kill`` (for a server whose open calls or streams would hold a graceful stop, which measures nothing)."""
+    for process in processes:
+        if kill:
+            process.kill()
+        else:
+            process.terminate()
+        process.wait(timeout_s)
