@@ -1,7 +1,9 @@
-"""Fixtures shared by every test package: example definitions and building catalogs from YAML text."""
+"""Fixtures shared by every test package: example definitions, building catalogs from YAML text, and a log handler
+for the length of a test."""
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -51,3 +53,25 @@ def servers() -> Iterator[Servers]:
     running = Servers()
     yield running
     running.stop(list(running.running))
+
+
+@pytest.fixture
+def log_handler() -> Iterator[Callable[..., logging.Handler]]:
+    """``log_handler(handler, *names, level=None)`` puts ``handler`` on the loggers ``names`` ("" is the root) and
+    sets each to ``level`` when one is given, until the test ends; then each logger's handlers and level are as they
+    were, so that what one test listens to never reaches the next."""
+    added: list[tuple[logging.Logger, logging.Handler, int]] = []
+
+    def add(handler: logging.Handler, *names: str, level: int | None = None) -> logging.Handler:
+        for name in names:
+            logger = logging.getLogger(name)
+            added.append((logger, handler, logger.level))
+            logger.addHandler(handler)
+            if level is not None:
+                logger.setLevel(level)
+        return handler
+
+    yield add
+    for logger, handler, level in reversed(added):
+        logger.removeHandler(handler)
+        logger.setLevel(level)

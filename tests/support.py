@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -206,6 +207,11 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def json_lines(text: str) -> list[Any]:
+    """Each line of a JSON-lines log or audit trail, parsed: a line that is not one JSON value fails the test."""
+    return [json.loads(line) for line in text.splitlines()]
 
 
 def serve_process(definitions: Path, *args: str, env: dict[str, str] | None = None,

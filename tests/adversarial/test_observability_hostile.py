@@ -7,8 +7,7 @@ from __future__ import annotations
 import io
 import json
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -18,7 +17,7 @@ from mcp import Client
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from starlette.applications import Starlette
 from starlette.routing import Route
-from support import serve_process, serving
+from support import json_lines, serve_process, serving
 
 from gateway.observe import otel, tracing
 from gateway.observe.logs import JsonFormatter, TextFormatter
@@ -42,21 +41,13 @@ def definitions(write_definitions) -> Path:
     return write_definitions({"tools.yaml": TOOLS, "python/echoing.py": "def echo(text: str) -> str:\n    return text\n"})
 
 
-@contextmanager
-def captured(formatter: logging.Formatter) -> Iterator[io.StringIO]:
-    """What the call log writes through ``formatter`` meanwhile."""
+def captured(log_handler: Callable[..., logging.Handler], formatter: logging.Formatter) -> io.StringIO:
+    """What the call log writes through ``formatter`` from now on (``log_handler``: the fixture)."""
     out = io.StringIO()
     handler = logging.StreamHandler(out)
     handler.setFormatter(formatter)
-    calls = logging.getLogger("gateway.calls")
-    level = calls.level
-    calls.addHandler(handler)
-    calls.setLevel(logging.INFO)
-    try:
-        yield out
-    finally:
-        calls.removeHandler(handler)
-        calls.setLevel(level)
+    log_handler(handler, "gateway.calls", level=logging.INFO)
+    return out
 
 
 def chat_as(definitions: Path, user: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,11 +65,11 @@ def chat_as(definitions: Path, user: str, monkeypatch: pytest.MonkeyPatch) -> No
             assert answer.status_code == 200, answer.text
 
 
-def test_a_json_call_log_line_stays_one_line_whatever_the_user_is_called(definitions, monkeypatch):
+def test_a_json_call_log_line_stays_one_line_whatever_the_user_is_called(definitions, monkeypatch, log_handler):
     """A chat body's user holding a newline, a carriage return and an ANSI escape: the JSON call log is one
     line per call, the escape encoded."""
-    with captured(JsonFormatter()) as out:
-        chat_as(definitions, FORGED, monkeypatch)
+    out = captured(log_handler, JsonFormatter())
+    chat_as(definitions, FORGED, monkeypatch)
     lines = out.getvalue().splitlines()
     assert len(lines) == 1, lines
     assert json.loads(lines[0])["user"] == FORGED and "\x1b" not in lines[0]
@@ -95,7 +86,7 @@ def test_audit_lines_stay_one_line_whatever_the_arguments_hold(definitions, tmp_
 
     serve_process(definitions, env={"TOOL_GATEWAY_AUDIT_LOG": str(trail)}, while_running=run)
     text = trail.read_text()
-    events = [json.loads(line) for line in text.splitlines()]
+    events = json_lines(text)
     assert [e["outcome"] for e in events if e["event"] == "call"] == ["ok", "invalid_arguments"], events
     assert "\x1b" not in text and "\r" not in text
 
@@ -110,11 +101,11 @@ def test_the_audit_trail_outlives_a_logging_reconfiguration(definitions, tmp_pat
     assert '"event": "call"' in trail.read_text().replace('"event":"call"', '"event": "call"')
 
 
-def test_a_text_call_log_line_cannot_be_forged_by_a_user_name(definitions, monkeypatch):
+def test_a_text_call_log_line_cannot_be_forged_by_a_user_name(definitions, monkeypatch, log_handler):
     """A chat body's user holding a newline, a carriage return and an ANSI escape: the text call log is still
     one line per call, with those characters escaped."""
-    with captured(TextFormatter()) as out:
-        chat_as(definitions, FORGED, monkeypatch)
+    out = captured(log_handler, TextFormatter())
+    chat_as(definitions, FORGED, monkeypatch)
     text = out.getvalue()
     assert text.count("\n") == 1 and "\r" not in text and "\x1b" not in text, repr(text)
 

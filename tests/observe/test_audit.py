@@ -14,7 +14,7 @@ from urllib.parse import quote, quote_plus
 
 import httpx
 import pytest
-from support import CONSOLE, serve_process
+from support import CONSOLE, json_lines, serve_process
 
 from gateway.events import CallActivity
 from gateway.observe import audit
@@ -125,7 +125,7 @@ def test_audit_file_after_a_mixed_run(write_definitions, tmp_path):
         text = path.read_text(encoding="utf-8")
         assert _leaks(text) == [], (path, _leaks(text))
         assert text.endswith("\n") and path.stat().st_size <= 1500  # whole lines only, the file within its limit
-        entries += [json.loads(line) for line in text.splitlines()]
+        entries += json_lines(text)
 
     calls = [e for e in entries if e["event"] == "call"]
     reloads = [e for e in entries if e["event"] == "reload"]
@@ -173,7 +173,7 @@ def test_admin_events_are_audited_and_redacted(write_definitions, tmp_path, monk
     for n in range(200):
         trail_observer.end(_call(n))
     trail_observer.close()
-    lines = [json.loads(line) for line in trail.read_text().splitlines()]
+    lines = json_lines(trail.read_text())
     assert lines[0]["event"] == "admin" and TIME.match(lines[0]["time"])
     assert (lines[0]["action"], lines[0]["caller"]) == ("edit", "admin")
     assert lines[0]["detail"] == {"file": "tools.yaml", "text": f"[secret {NAME}]"}
@@ -199,7 +199,7 @@ def test_a_full_queue_drops_lines_and_says_so(tmp_path, caplog, monkeypatch):
         warnings = [r for r in caplog.records if "fell behind" in r.getMessage()]
         release.set()
         trail.close()
-    lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    lines = json_lines((tmp_path / "audit.jsonl").read_text())
     calls = [line for line in lines if line["event"] == "call"]
     dropped = sum(line["lines"] for line in lines if line["event"] == "dropped")
     assert len(warnings) == 1 and dropped > 0 and len(calls) + dropped == 20

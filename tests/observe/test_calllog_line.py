@@ -99,15 +99,11 @@ class Kept(logging.Handler):
         self.records.append(record)
 
 
-def test_another_handler_gets_the_record(logged):
+def test_another_handler_gets_the_record(logged, log_handler):
     """With a second handler on the way, both get the call's line, each from a record with its fields."""
     stream = logged("json")
-    kept, calls = Kept(), logging.getLogger("gateway.calls")
-    calls.addHandler(kept)
-    try:
-        CallLog().end(ended_call())
-    finally:
-        calls.removeHandler(kept)
+    kept = log_handler(Kept(), "gateway.calls")
+    CallLog().end(ended_call())
     record, = kept.records
     assert record.call_id == "0123456789abcdef" and record.fields["user"] == "ann"
     assert json.loads(stream.getvalue())["call_id"] == "0123456789abcdef"

@@ -70,7 +70,7 @@ def hostile(start_server, write_definitions, surrogate_upstream):
 
 
 @pytest.fixture
-def server_log() -> Iterator[list[logging.LogRecord]]:
+def server_log(log_handler) -> list[logging.LogRecord]:
     """Every record the server logs (gateway and uvicorn, debug level up) while the test runs."""
     records: list[logging.LogRecord] = []
 
@@ -78,19 +78,9 @@ def server_log() -> Iterator[list[logging.LogRecord]]:
         def emit(self, record: logging.LogRecord) -> None:
             records.append(record)
 
-    handler = Keep(logging.DEBUG)
     # uvicorn's loggers do not propagate to the root: listen on both.
-    loggers = [logging.getLogger(), logging.getLogger("uvicorn")]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.addHandler(handler)
-        lg.setLevel(logging.DEBUG)
-    try:
-        yield records
-    finally:
-        for lg, level in zip(loggers, levels):
-            lg.removeHandler(handler)
-            lg.setLevel(level)
+    log_handler(Keep(logging.DEBUG), "", "uvicorn", level=logging.DEBUG)
+    return records
 
 
 def _raw_exchange(url: str, *requests: bytes) -> list[bytes]:
