@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from support import RedisServer
 
 from gateway.bindings import BuildEnv
-from gateway.catalog.build import Catalog, build_catalog
+from gateway.catalog.build import build_catalog
+from gateway.catalog.snapshot import Catalog
 from gateway.definitions.load import load_definitions
 from gateway.invoke import invoke
 from gateway.settings import Settings

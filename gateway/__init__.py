@@ -4,7 +4,8 @@
 # importlib.metadata, which searches every sys.path entry (~70 ms of a warm restart with 300 packages installed).
 __version__ = "0.1.0"
 
-from .catalog.build import Catalog, Tool, build_catalog
+from .catalog.build import build_catalog
+from .catalog.snapshot import Catalog, Tool
 from .context import CallContext
 from .definitions.load import Definitions, load_definitions
 from .definitions.model import Scope, ToolDefinition

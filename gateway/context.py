@@ -7,6 +7,7 @@ the tool runs (``gateway.client_channel``): the surface sets the channel, silent
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,3 +44,7 @@ class CallContext:
         if name == "log":
             return ToolLog(self.client)
         return getattr(self, name)
+
+
+# What runs a tool's call: a binding makes one (gateway.bindings), the catalog's tool holds it, invoke awaits it.
+Executor = Callable[[dict[str, Any], CallContext], Awaitable[Any]]

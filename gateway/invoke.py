@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
-from .catalog.build import Catalog, Tool
+from .catalog.snapshot import Catalog, Tool
 from .context import CallContext
 from .definitions.load import Scope
 from .errors import ArgumentsInvalid, ToolError, ToolTimeout

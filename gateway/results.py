@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .catalog.build import Tool
+from .catalog.snapshot import Tool
 from .content.blocks import Block, Content, bounded, returned_blocks, served, text_of
 from .content.surrogates import LONE, replace_lone, scrub
 from .content.truncation import truncate

@@ -23,7 +23,8 @@ import httpx
 import pytest
 import uvicorn
 
-from gateway.catalog.build import Catalog, build_catalog
+from gateway.catalog.build import build_catalog
+from gateway.catalog.snapshot import Catalog
 from gateway.definitions.load import load_definitions
 from gateway.runtime.gateway import Gateway
 from gateway.server import create_app

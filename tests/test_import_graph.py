@@ -50,7 +50,7 @@ GRAPH = {name: _imported(name, path) for name, path in MODULES.items()}
 
 def test_the_walk_sees_the_imports():
     """The walk finds known arrows (relative, absolute, to a submodule), so an empty graph cannot pass."""
-    assert "gateway.catalog.build" in GRAPH["gateway.invoke"]
+    assert "gateway.catalog.snapshot" in GRAPH["gateway.invoke"]
     assert "gateway.bindings.python" in GRAPH["gateway.bindings"] or "gateway.errors" in GRAPH["gateway.bindings"]
     assert {"gateway.bindings.imports", "gateway.bindings"} <= GRAPH["gateway.bindings.python"]
 
@@ -76,10 +76,23 @@ def _reachable(start: str) -> set[str]:
 def test_bindings_do_not_import_the_call_path(binding):
     """A binding module reaches neither invoke, the catalog, the loader, the surfaces nor the LLM loop, even
     indirectly."""
-    above = {"gateway.invoke", "gateway.catalog.build", "gateway.runtime.reload", "gateway.cli.main", "gateway.definitions.load"}
+    above = {"gateway.invoke", "gateway.catalog.build", "gateway.catalog.snapshot", "gateway.runtime.reload",
+             "gateway.cli.main", "gateway.definitions.load"}
     reached = _reachable(binding)
     assert not reached & above
     assert not {m for m in reached if m.startswith(("gateway.server", "gateway.loop"))}
+
+
+# How a catalog is built: what the modules that only read a catalog must not reach.
+BUILD_SIDE = ("gateway.catalog.build", "gateway.bindings", "gateway.sources", "gateway.filters")
+
+
+@pytest.mark.parametrize("module", sorted(name for name in MODULES if name.startswith("gateway.formats")))
+def test_formats_read_the_snapshot_not_the_build(module):
+    """A provider format renders the catalog's snapshot types (``gateway.catalog.snapshot``) and reaches nothing
+    of how a catalog is built: neither the build, nor bindings, sources or filters, even indirectly."""
+    reached = _reachable(module)
+    assert not {m for m in reached for side in BUILD_SIDE if m == side or m.startswith(side + ".")}
 
 
 @pytest.mark.parametrize("module", ["gateway.definitions.load", "gateway.definitions.checks"])

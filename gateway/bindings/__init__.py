@@ -8,7 +8,7 @@ the executor it returns then does no checking. Adding a kind is one module and o
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
@@ -22,11 +22,9 @@ from ..state.memory import MemoryState
 if TYPE_CHECKING:
     import httpx
 
-    from ..context import CallContext
+    from ..context import Executor
     from ..definitions.model import ToolDefinition
     from ..settings import Settings
-
-Executor = Callable[[dict[str, Any], "CallContext"], Awaitable[Any]]
 
 
 class BindingProblems(Exception):

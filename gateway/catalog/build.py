@@ -1,4 +1,4 @@
-"""The Catalog: an immutable snapshot of every tool, ready to serve.
+"""Building the catalog: definitions, sources and filters made into an immutable ``Catalog`` (gateway.catalog.snapshot).
 
 ``build_catalog`` is the second phase after loading: it resolves bindings, derives and compiles schemas, and
 either returns a complete Catalog or raises with every problem. Nothing is served from a half-built catalog; a
@@ -7,171 +7,36 @@ reload builds a new one beside the old and swaps one reference.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
-import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..bindings import BindingProblems, BuildEnv, Executor, builder
+from ..bindings import BindingProblems, BuildEnv, builder
+from ..context import Executor
 from ..definitions.load import Definitions
-from ..definitions.model import Scope, ToolDefinition
+from ..definitions.model import ToolDefinition
 from ..definitions.yamlbudget import YamlLimits
-from ..errors import DefinitionsInvalid, Problem, UnknownTool
-from ..events import NULL_BUS, EventBus
+from ..errors import DefinitionsInvalid, Problem
 from ..filters.chains import FilterChains, build_chains, shared_filters
-from ..schema.fastcheck import Check, lazy_check
+from ..schema.fastcheck import lazy_check
 from ..schema.published import compile_validator
 from ..settings import Settings
 from ..sources import PluginDefinitions, combine, combined_digest
 from ..sources.expansion import SourceEnv
-from ..sources.plugins import Plugin
 from ..sources.select import SourceTools, expand_sources
-from ..state import SharedState
-from ..state.memory import MemoryState
 from .cache import BuildCache
 from .examples import example_problems
 from .hidden_arguments import visible_schema, with_hidden
-from .per_file import FileBuild, FileBuilds, build_files, per_file
-from .prompts_resources import EMPTY, Content, build_content
-
-if TYPE_CHECKING:
-    from jsonschema import Draft202012Validator
+from .per_file import FileBuilds, build_files, per_file
+from .prompts_resources import build_content
+from .snapshot import Catalog, Content, Tool
 
 NO_ARGUMENTS: Mapping[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 # How long a build waits for its `sources:` upstreams (at most half its own budget): a down one is served stale.
 SOURCES_WAIT_S = 10.0
-
-
-@dataclass(frozen=True, eq=False, slots=True)
-class Tool:
-    definition: ToolDefinition
-    input_schema: Mapping[str, Any]
-    validator: Draft202012Validator
-    output_validator: Draft202012Validator | None
-    # "server" and/or "client" executors, by where the tool may run.
-    executors: Mapping[str, Executor]
-    # Says True, fast, for arguments that plainly match a simple input schema (gateway.schema.fastcheck).
-    fast_check: Check | None = None
-    script: Path | None = None
-    # The output schema the binding derived (a Python function's return annotation) when the YAML gives none.
-    derived_output_schema: Mapping[str, Any] | None = None
-    # How the LLM learns the output schema: the tool's return_schema, else the settings' (description|result|none).
-    return_schema: str = "none"
-    # Whether a call may talk to its client while it runs (``Bound.talks``): MCP answers it as SSE.
-    talks: bool = False
-    _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
-
-    @property
-    def id(self) -> str:
-        return self.definition.id
-
-    @property
-    def output_schema(self) -> Mapping[str, Any] | None:
-        """The schema results are checked against: declared in YAML, else derived by the binding, else None."""
-        declared = self.definition.output_schema
-        return declared if declared is not None else self.derived_output_schema
-
-    def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
-        """A value computed once per tool. A reload reuses the Tool objects of unchanged definitions
-        (``BuildCache``), so per-tool renderings memoised here survive into the next catalog."""
-        try:
-            return self._memo[key]
-        except KeyError:
-            return self._memo.setdefault(key, compute())  # a race computes twice, and keeps one
-
-    @property
-    def scope(self) -> Scope:
-        return self.definition.scope
-
-    def describe(self) -> dict[str, Any]:
-        """The gateway's own listing entry (GET /tools); computed once and shared, so never modify it."""
-        return self.memo("describe", self._describe)
-
-    def _describe(self) -> dict[str, Any]:
-        d = self.definition
-        entry: dict[str, Any] = {
-            "id": d.id,
-            "name": d.name,
-            "user_description": d.user_description,
-            "ai_description": d.ai_description,
-            "scope": d.scope.value,
-            "input_schema": self.input_schema,
-        }
-        if self.output_schema is not None:
-            entry["output_schema"] = self.output_schema
-        entry["tags"] = list(d.tags)
-        entry["toolsets"] = list(d.toolsets)
-        entry["annotations"] = dict(d.annotations)
-        if d.return_direct:
-            entry["return_direct"] = True
-        return entry
-
-
-@dataclass(frozen=True, eq=False)
-class Catalog:
-    tools: Mapping[str, Tool]
-    version: str
-    root: Path
-    settings: Settings
-    warnings: tuple[Problem, ...] = ()
-    filters: FilterChains = field(default_factory=lambda: FilterChains({}))  # every tool's, outermost first
-    plugins: tuple[Plugin, ...] = ()  # the plugins it serves tools of
-    events: EventBus = NULL_BUS  # where calls on this catalog are told (gateway.events)
-    # Each `sources:` entry as /status shows it: id, kind, file, tools, health, stale, error, last_refresh.
-    sources: tuple[Mapping[str, Any], ...] = ()
-    state: SharedState = field(default_factory=MemoryState)  # where its rate limits are counted (gateway.state)
-    # Its tools file by file, when it was built so (gateway.catalog.per_file): comparing catalogs costs what changed.
-    parts: tuple[FileBuild, ...] = ()
-    content: Content = EMPTY  # its prompts and resources (gateway.catalog.prompts_resources)
-    _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
-    # One lock per key, so that a value computed in a worker thread (a listing of 10,000 tools: tens of ms) never
-    # holds up the event loop asking for another; re-entrant: a value may be built from other memoised values.
-    _memo_locks: dict[Any, threading.RLock] = field(default_factory=dict, repr=False)
-    _memo_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # guards _memo_locks only
-
-    def get(self, tool_id: str) -> Tool:
-        tool = self.tools.get(tool_id)
-        if tool is None:
-            raise UnknownTool(tool_id, difflib.get_close_matches(tool_id, self.tools, n=3, cutoff=0.6))
-        return tool
-
-    def select(self, *, toolsets: Iterable[str] = (), tags: Iterable[str] = (), side: str | None = None,
-               ids: Iterable[str] | None = None) -> list[Tool]:
-        """Tools in any of ``toolsets``, with any of ``tags``, runnable on ``side`` ("server"/"client")."""
-        toolsets, tags = set(toolsets), set(tags)
-        wanted = set(ids) if ids is not None else None
-        return [
-            tool for tool in self.tools.values()
-            if (not toolsets or toolsets & set(tool.definition.toolsets))
-            and (not tags or tags & set(tool.definition.tags))
-            and (side is None or side in tool.executors)
-            and (wanted is None or tool.id in wanted)
-        ]
-
-    def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
-        """A value computed once per catalog (listings per format): a catalog never changes, so neither do they."""
-        try:
-            return self._memo[key]
-        except KeyError:
-            pass
-        with self._memo_lock:
-            lock = self._memo_locks.setdefault(key, threading.RLock())
-        with lock:
-            if key not in self._memo:
-                try:
-                    self._memo[key] = compute()
-                finally:  # asked again, the value is found without a lock; a failure is computed afresh
-                    with self._memo_lock:
-                        self._memo_locks.pop(key, None)
-            return self._memo[key]
-
-    def memoised(self, key: Any) -> Any:
-        """The value ``memo`` computed for ``key``, or None when none was yet (never computes)."""
-        return self._memo.get(key)
 
 
 def build_catalog(definitions: Definitions, settings: Settings, env: BuildEnv | None = None,

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 class BuiltTool(Protocol):
-    """What the cache reads of a built tool (``gateway.catalog.build.Tool``)."""
+    """What the cache reads of a built tool (``gateway.catalog.snapshot.Tool``)."""
 
     @property
     def definition(self) -> ToolDefinition: ...

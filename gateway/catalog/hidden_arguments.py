@@ -10,13 +10,11 @@ an upstream that scopes its answers by the hidden user must not be asked without
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from ..context import CallContext
+from ..context import CallContext, Executor
 from ..errors import ToolError
-
-Executor = Callable[[dict[str, Any], CallContext], Awaitable[Any]]
 
 
 def visible_schema(schema: Mapping[str, Any], hidden: Mapping[str, Any]) -> Mapping[str, Any]:

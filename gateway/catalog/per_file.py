@@ -48,7 +48,7 @@ class FileBuild:
     """What building one file's tools gave."""
 
     file: FileDefinitions
-    tools: Mapping[str, Any]  # id -> gateway.catalog.build.Tool, in file order
+    tools: Mapping[str, Any]  # id -> gateway.catalog.snapshot.Tool, in file order
     chains: Mapping[str, tuple[Filter, ...]]  # the non-empty filter chains of its tools
     warnings: tuple[Problem, ...]
     problems: tuple[Problem, ...]

@@ -5,46 +5,20 @@ Built on every build (there are few, and a ``file:`` must be read again to notic
 declared one is located in its entry, and any makes the build fail as a tool's would. A name or URI taken
 already (declared ones first, then sources in file order) is not served again from a source, and a warning says
 so. ``digest`` is the version of what they serve beyond the YAML (whose digest the catalog's version has
-already): the files they read, what the upstreams listed.
+already): the files they read, what the upstreams listed. They are served as the snapshot's ``Content``
+(``gateway.catalog.snapshot``).
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..bindings import BindingProblems, BuildEnv
 from ..definitions.load import Definitions
 from ..errors import Problem
-
-
-@dataclass(frozen=True)
-class Content:
-    # By served name: a gateway.catalog.prompts.Prompt or a gateway.sources.mcp_content.UpstreamPrompt (one interface:
-    # entry, toolsets, answer, completions).
-    prompts: Mapping[str, Any] = field(default_factory=dict)
-    # By uri (a template's as written): a gateway.catalog.resources.Resource or an UpstreamResource (entry, toolsets,
-    # template, digest, subscribable, read, completions).
-    resources: Mapping[str, Any] = field(default_factory=dict)
-    problems: tuple[Problem, ...] = ()  # errors: the build fails
-    warnings: tuple[Problem, ...] = ()
-    digest: str = ""
-
-    def resource_for(self, uri: str) -> tuple[Any, dict[str, str]] | None:
-        """The resource a read of ``uri`` reads, with the values of its template's variables."""
-        resource = self.resources.get(uri)
-        if resource is not None and resource.template is None:
-            return resource, {}
-        for resource in self.resources.values():
-            variables = resource.template.match(uri) if resource.template else None
-            if variables is not None:
-                return resource, variables
-        return None
-
-
-EMPTY = Content()
+from .snapshot import EMPTY, Content
 
 
 def build_content(definitions: Definitions, env: BuildEnv, sources_status: Iterable[Mapping[str, Any]] = ()) -> Content:

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..bindings import BindingProblems, BuildEnv, Executor, builder
-from ..context import CallContext
+from ..bindings import BindingProblems, BuildEnv, builder
+from ..context import CallContext, Executor
 from ..definitions.model import Scope, ToolDefinition
 from ..definitions.paths import real_inside
 from ..definitions.prompts_resources import Declared

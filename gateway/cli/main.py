@@ -16,7 +16,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..catalog.build import Catalog, build_catalog
+from ..catalog.build import build_catalog
+from ..catalog.snapshot import Catalog
 from ..context import CallContext
 from ..errors import DefinitionsInvalid, GatewayError, UnknownTool
 from ..settings import Settings, load_settings

@@ -27,8 +27,8 @@ from typing import Any
 
 from jsonschema.exceptions import relevance
 
-from ..catalog.build import Catalog, Tool
 from ..catalog.examples import example_name
+from ..catalog.snapshot import Catalog, Tool
 from ..context import CallContext
 from ..errors import DefinitionsInvalid
 from ..events import current_call

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 
 class Tool(Protocol):
-    """What a filter may read of the catalog's tool (``gateway.catalog.build.Tool``, which imports this module)."""
+    """What a filter may read of the catalog's tool (``gateway.catalog.snapshot.Tool``: the catalog's build imports
+    this module, so this module names no catalog type)."""
 
     @property
     def id(self) -> str: ...

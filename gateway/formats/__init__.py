@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..catalog.build import Catalog, Tool
+from ..catalog.snapshot import Catalog, Tool
 from ..errors import BadRequest
 from . import anthropic, gemini, mcp, openai
 from .errors import Unadaptable

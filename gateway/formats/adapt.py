@@ -21,7 +21,7 @@ from .refs import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_SINGLES, inline_refs
 from .returns import returns_text
 
 if TYPE_CHECKING:
-    from ..catalog.build import Tool
+    from ..catalog.snapshot import Tool
 
 Path = tuple[str | int, ...]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..catalog.build import Tool
+from ..catalog.snapshot import Tool
 from .adapt import check_parameter_names, prepare, tool_description
 
 PARAMETER_NAME = re.compile(r"^[a-zA-Z0-9_.-]{1,64}$")

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..catalog.build import Tool
+from ..catalog.snapshot import Tool
 from .adapt import (
     ANY_SCALAR,
     Path,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..catalog.build import Tool
+from ..catalog.snapshot import Tool
 from .adapt import model_text, types_of
 from .refs import DEFINITIONS
 

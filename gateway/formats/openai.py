@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..catalog.build import Tool
+from ..catalog.snapshot import Tool
 from .adapt import prepare, tool_description
 from .strict import strict_schema
 

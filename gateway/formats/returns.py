@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..schema.pointers import NOWHERE, follow
 
 if TYPE_CHECKING:
-    from ..catalog.build import Tool
+    from ..catalog.snapshot import Tool
 
 _NAME = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ..catalog.build import Catalog
+from ..catalog.snapshot import Catalog
 from ..context import CallContext
 from ..errors import ArgumentsInvalid, GatewayError, ToolError
 from ..events import Activity, current_call

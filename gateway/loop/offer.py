@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..catalog.build import Catalog, Tool
+from ..catalog.snapshot import Catalog, Tool
 from ..definitions.load import Scope
 from ..definitions.offer_rules import rule_holds, rule_patterns
 from ..formats import render_tools

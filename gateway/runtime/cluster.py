@@ -28,7 +28,7 @@ from ..state import StateUnavailable
 from ..state.misshapen import Misshapen
 
 if TYPE_CHECKING:
-    from ..catalog.build import Catalog
+    from ..catalog.snapshot import Catalog
     from ..settings import Settings
     from ..state import SharedState
     from .rebuild import Listener, ReloadOutcome

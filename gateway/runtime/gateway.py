@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..bindings import BuildEnv
-from ..catalog.build import Catalog, build_catalog
+from ..catalog.build import build_catalog
+from ..catalog.snapshot import Catalog
 from ..events import EventBus, Observer
 from ..settings import Settings, SettingsInvalid
 from ..sources import load_all

@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import daemon
-from ..catalog.build import Catalog
 from ..catalog.cache import BuildCache
 from ..catalog.disk_cache import ParsedFiles
 from ..catalog.per_file import changed_tools
+from ..catalog.snapshot import Catalog
 from ..definitions.load import DefinitionsCache
 from ..errors import DefinitionsInvalid, Problem
 from ..events import EventBus

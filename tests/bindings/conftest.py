@@ -22,7 +22,8 @@ from starlette.routing import Mount, Route
 from support import ServerThread, free_socket, start_server
 
 from gateway.bindings import BuildEnv
-from gateway.catalog.build import Catalog, build_catalog
+from gateway.catalog.build import build_catalog
+from gateway.catalog.snapshot import Catalog
 from gateway.definitions.load import load_definitions
 from gateway.server import demo_api
 from gateway.settings import Settings

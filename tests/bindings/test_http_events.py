@@ -11,7 +11,8 @@ import yaml
 from http_tools import http_tool
 
 from gateway.bindings import BuildEnv
-from gateway.catalog.build import Catalog, build_catalog
+from gateway.catalog.build import build_catalog
+from gateway.catalog.snapshot import Catalog
 from gateway.definitions.load import load_definitions
 from gateway.events import Activity, EventBus, Observer
 from gateway.invoke import invoke

@@ -23,7 +23,7 @@ from openai.types.chat import ChatCompletionToolParam
 from openai.types.shared_params import FunctionDefinition
 from pydantic import TypeAdapter
 
-from gateway.catalog.build import Tool
+from gateway.catalog.snapshot import Tool
 from gateway.definitions.load import parse_definitions
 from gateway.schema.published import compile_validator
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from gateway.catalog.build import Catalog, build_catalog
+from gateway.catalog.build import build_catalog
+from gateway.catalog.snapshot import Catalog
 from gateway.context import CallContext
 from gateway.errors import DefinitionsInvalid
 from gateway.invoke import invoke

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from plugin_support import catalog, problems
 
-from gateway.catalog.build import Catalog, build_catalog
+from gateway.catalog.build import build_catalog
 from gateway.catalog.cache import BuildCache
+from gateway.catalog.snapshot import Catalog
 from gateway.definitions.load import DefinitionsCache
 from gateway.settings import Settings
 from gateway.sources import load_all

@@ -11,7 +11,7 @@ from mcp.client.subscriptions import ToolsListChanged
 from mcp.types import ToolListChangedNotification
 from reload_support import break_then_restore, tool_yaml, until, write
 
-from gateway.catalog.build import Catalog
+from gateway.catalog.snapshot import Catalog
 
 
 async def test_mcp_session_hears_list_changed_for_valid_edits_only(defs, serve):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from reload_support import PROBE, tool_yaml, until, write
 
-from gateway.catalog.build import Catalog
+from gateway.catalog.snapshot import Catalog
 from gateway.context import CallContext
 from gateway.invoke import invoke
 from gateway.runtime.gateway import Gateway

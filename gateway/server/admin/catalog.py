@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from ...catalog.build import Catalog, Tool
+from ...catalog.snapshot import Catalog, Tool
 from ...definitions.paths import real_inside
 from ...definitions.yamlsource import YamlDocument
 from ...errors import Problem

@@ -12,7 +12,7 @@ import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ...catalog.build import Catalog, Tool
+from ...catalog.snapshot import Catalog, Tool
 from ...errors import Forbidden, Unauthorized, UnknownTool
 from ...settings import ApiKey, Settings
 from ...upstream.address import is_loopback

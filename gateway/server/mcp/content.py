@@ -26,10 +26,9 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, SubscriptionBus
 from mcp.shared.exceptions import MCPError
 
-from ...catalog.build import Catalog
 from ...catalog.prompts import PromptArgumentsInvalid, PromptFailed
-from ...catalog.prompts_resources import Content
 from ...catalog.resources import MAX_COMPLETIONS, ResourceFailed
+from ...catalog.snapshot import Catalog, Content
 from ...context import CallContext
 from ...errors import GatewayError
 from ...upstream.mcp.client import UpstreamUnavailable

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ...catalog.build import Catalog, Tool
+from ...catalog.snapshot import Catalog, Tool
 from ...client_channel import SILENT, ClientChannel
 from ...context import CallContext
 from ...formats import mcp as mcp_format

@@ -37,7 +37,7 @@ from mcp_types import CallToolRequestParams, PaginatedRequestParams, ServerCapab
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
-from ...catalog.prompts_resources import EMPTY, Content
+from ...catalog.snapshot import EMPTY, Content
 from ...runtime.cluster import DEFAULT_HEARTBEAT_S
 from ..http.auth import SCOPE_KEY
 from .channel import LogLevels, McpChannel

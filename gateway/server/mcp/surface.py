@@ -41,7 +41,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from ...catalog.build import Catalog
+from ...catalog.snapshot import Catalog
 from ...errors import BadRequest, GatewayError, Unauthorized
 from ...runtime.gateway import Gateway
 from ...schema.argerrors import got

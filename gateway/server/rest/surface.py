@@ -1,6 +1,6 @@
 """The REST surface: ``/healthz``, ``/status``, ``/tools``, ``/tools/{id}``, ``POST /tools/{id}/call``.
 
-Every handler reads ``gateway.catalog.build`` once and answers from that snapshot, so a reload in the middle of a
+Every handler reads ``Gateway.catalog`` once and answers from that snapshot, so a reload in the middle of a
 request never mixes two catalogs. Listings carry the catalog version as their ``ETag`` and answer
 ``If-None-Match`` with 304; the bodies are computed once per catalog (``Catalog.memo``) and sent as bytes,
 gzip-compressed (once, beside them) for a client whose ``Accept-Encoding`` takes gzip. A call is
@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ...catalog.build import Catalog
+from ...catalog.snapshot import Catalog
 from ...errors import BadRequest
 from ...formats import FORMATS, render_tools
 from ...runtime.cluster import public_view
