@@ -13,19 +13,12 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .jsontypes import BOUNDS, TYPES
+
 Check = Callable[[Any], bool]
 _SCALARS = (str, int, float, bool, type(None))
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment", "deprecated", "readOnly",
                           "writeOnly"})
-_TYPES: dict[str, Check] = {
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: type(v) is int,  # 1.0 is an integer to JSON Schema too, but that is jsonschema's call
-    "number": lambda v: type(v) in (int, float),
-    "boolean": lambda v: type(v) is bool,
-    "null": lambda v: v is None,
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-}
 
 
 def compile_check(schema: Any) -> Check | None:
@@ -84,9 +77,9 @@ def _no(value: Any) -> bool:
 def _keyword(keyword: str, argument: Any, schema: Mapping[str, Any]) -> Check | None:
     if keyword == "type":
         names = [argument] if isinstance(argument, str) else argument
-        if not isinstance(names, list) or not all(name in _TYPES for name in names):
+        if not isinstance(names, list) or not all(name in TYPES for name in names):
             return None
-        tests = [_TYPES[name] for name in names]
+        tests = [TYPES[name] for name in names]
         if len(tests) == 1:
             return tests[0]
         return lambda v: any(test(v) for test in tests)
@@ -103,8 +96,8 @@ def _keyword(keyword: str, argument: Any, schema: Mapping[str, Any]) -> Check | 
         except re.error:
             return None
         return lambda v: not isinstance(v, str) or compiled.search(v) is not None
-    if keyword in _BOUNDS and type(argument) in (int, float):
-        compare = _BOUNDS[keyword]
+    if keyword in BOUNDS and type(argument) in (int, float):
+        compare = BOUNDS[keyword]
         return lambda v: type(v) not in (int, float) or compare(v, argument)
     if keyword == "properties" and isinstance(argument, Mapping):
         return _properties(argument)
@@ -142,11 +135,3 @@ def _properties(properties: Mapping[str, Any]) -> Check | None:
         return True
 
     return check
-
-
-_BOUNDS: dict[str, Callable[[Any, Any], bool]] = {
-    "minimum": lambda v, a: v >= a,
-    "maximum": lambda v, a: v <= a,
-    "exclusiveMinimum": lambda v, a: v > a,
-    "exclusiveMaximum": lambda v, a: v < a,
-}

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .fastcheck import lazy_check
 from .fastschema import Check, compile_schema
+from .jsontypes import TYPES
 
 # jsonschema (with referencing, ~0.1 s to import) is imported where it is used: a catalog whose schemas are plain
 # and whose calls are valid never needs it (gateway.schema.fastschema and gateway.schema.fastcheck decide those), so `serve`
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from jsonschema import Draft202012Validator, ValidationError
     from referencing import Resource
 
-JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
+JSON_TYPES = tuple(sorted(TYPES))  # the names a schema's `type` may give, as messages list them
 _PACKAGED = Path(__file__).parents[1] / "_schemas"
 SCHEMAS_DIR = _PACKAGED if _PACKAGED.is_dir() else Path(__file__).parents[2] / "schemas"
 DEFINITIONS_SCHEMA = SCHEMAS_DIR / "tool-definitions.schema.json"
