@@ -26,7 +26,7 @@ from typing import Any
 
 from .catalog.snapshot import Catalog, Tool
 from .context import CallContext
-from .definitions.load import Scope
+from .definitions.model import Scope
 from .errors import ArgumentsInvalid, ToolError, ToolTimeout
 from .events import CallActivity, current_call, new_call_id
 from .filters.call import Filter, FilterCall

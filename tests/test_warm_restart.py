@@ -74,7 +74,7 @@ def _no_parse(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("a kept file was parsed again")
 
-    monkeypatch.setattr("gateway.definitions.load.parse_yaml", refuse)
+    monkeypatch.setattr("gateway.definitions.parse.parse_yaml", refuse)
 
 
 def _fields(definition: ToolDefinition) -> dict:

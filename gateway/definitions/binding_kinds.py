@@ -1,6 +1,6 @@
 """The vocabulary of binding kinds that loading and checking need, without the bindings' runtime.
 
-``gateway.definitions.load`` and ``gateway.definitions.checks`` read these names; the bindings package builds and runs the kinds.
+``gateway.definitions.parse`` and ``gateway.definitions.checks`` read these names; the bindings package builds and runs the kinds.
 Keeping them here lets definitions be loaded and checked without importing anything that executes a tool.
 """
 

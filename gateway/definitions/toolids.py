@@ -17,7 +17,7 @@ from .model import ToolDefinition
 
 
 class FileDefinitions(Protocol):
-    """What is read of a loaded file (``gateway.definitions.load.FileDefinitions``)."""
+    """What is read of a loaded file (``gateway.definitions.parse.FileDefinitions``)."""
 
     @property
     def tools(self) -> tuple[ToolDefinition, ...]: ...

@@ -172,7 +172,7 @@ class ParsedStore(Protocol):
 def keep_document(document: YamlDocument, digest: str, limits: YamlLimits, store: ParsedStore,
                   rows: tuple[Any, ...]) -> None:
     """Keep ``document`` (of a file whose bytes' SHA-256 is ``digest``) in ``store``: its packed text, its data and
-    ``rows``, what the loader made of it (``gateway.definitions.load``: its tools' fields)."""
+    ``rows``, what the loader made of it (``gateway.definitions.parse``: its tools' fields)."""
     store.put(digest, limits, (document.packed, document.data, rows))
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..catalog.snapshot import Catalog, Tool
-from ..definitions.load import Scope
+from ..definitions.model import Scope
 from ..definitions.offer_rules import rule_holds, rule_patterns
 from ..formats import render_tools
 from .config import ChatConfig

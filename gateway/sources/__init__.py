@@ -16,8 +16,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..definitions import checks
-from ..definitions.load import Definitions, DefinitionsCache, Override, load_definitions
+from ..definitions.load import Definitions, DefinitionsCache, load_definitions
 from ..definitions.model import Scope, ToolDefinition
+from ..definitions.parse import Override
 from ..definitions.yamlbudget import YamlLimits
 from ..errors import DefinitionsInvalid, Problem
 from ..settings import Settings
