@@ -147,7 +147,7 @@ def combined_digest(local: Definitions, loaded: Sequence[PluginDefinitions] = ()
 def _taken(tool: ToolDefinition, earlier: ToolDefinition, *, live: bool) -> Problem:
     """A generated tool whose id another tool has: a problem at its source, saying how to rename it. From a live
     upstream (``live``) a warning, and the tool is left out: an upstream that starts listing a name already taken
-    must not stop every reload (as ``select._passed_over``)."""
+    must not stop every reload (as ``rules._passed_over``)."""
     line, column = earlier.document.position([*earlier.path, "id"]) if earlier.document else (1, 1)
     where = f"{earlier.file}:{line}:{column}"
     by = f"source '{earlier.source}' ({where})" if earlier.source else where

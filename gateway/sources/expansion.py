@@ -8,9 +8,10 @@ A kind is a module named in ``SOURCE_KINDS`` (imported on first use) that expose
 ``raw["openapi"]``; ``declaration.problem(path, message)`` locates a problem at ``sources[i].<path>``).
 ``expand`` runs in the catalog's build thread (never on the event loop), once per build; it returns every tool
 the upstream offers, as the upstream names them (``UpstreamTool``), and the framework
-(``gateway.sources.select``) does the rest, the same for every kind: ``include``/``exclude``, ``prefix``,
-per-tool overrides, hidden arguments, default toolsets/tags/timeout, id checks with suggested fixes, then the
-tools join the catalog like hand-written ones (same checks, call path, filters, auth, metrics, audit).
+(``gateway.sources.select``, by ``gateway.sources.rules``) does the rest, the same for every kind:
+``include``/``exclude``, ``prefix``, per-tool overrides, hidden arguments, default toolsets/tags/timeout, id
+checks with suggested fixes, then the tools join the catalog like hand-written ones (same checks, call path,
+filters, auth, metrics, audit).
 
 What a kind must do:
 

@@ -22,7 +22,7 @@ from ..errors import Problem
 from ..settings import Settings
 from .expansion import SourceEnv
 from .openapi import expand
-from .select import TOOL_ID, generate, suggest_id
+from .rules import TOOL_ID, generate, suggest_id
 
 WAIT_S = 30.0
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's emitter: ~20 times faster on big documents
