@@ -4,7 +4,7 @@ One ``Turn`` per request, on the catalog snapshot the request started with::
 
     accept the caller's results for calls handed to it (normalised like server results)
     while the model calls tools and fewer than chat.max_round_trips rounds have run in this turn:
-        answer each call, in call order:
+        answer each call, in call order (gateway.loop.calls):
           unknown name / call limit reached / arguments not JSON   → an error result the model can read
           a client tool (scope client, or all with gateway.side client), a caller's own function → hand back
           a server tool                                            → gateway.invoke, concurrently (bounded)
@@ -23,9 +23,6 @@ model writes, ``Executed`` after each round of tool calls, ``Finished`` last.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import difflib
-import json
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing
@@ -36,17 +33,15 @@ import httpx
 
 from ..catalog.snapshot import Catalog
 from ..context import CallContext
-from ..errors import ArgumentsInvalid, GatewayError, ToolError
+from ..errors import GatewayError
 from ..events import Activity, current_call
-from ..formats import restore_arguments
-from ..invoke import filter_result, invoke, json_value, parse_arguments, validate_arguments
-from ..results import ToolResult, error_result, normalise
+from .calls import Answer, HandBack, accept_results, execute, plan, tool_message, unique_ids
 from .config import LoopConfig
 from .handoff import Handoffs, last_user_index
-from .messages import CONTENT_BLOCKS, ModelReply, ModelRequest, ProviderTimeout, Sleep, ToolCall, new_call_id, text_of
+from .messages import ModelReply, ModelRequest, ProviderTimeout, Sleep, ToolCall
 from .models import ModelNames
-from .offer import MayUse, Offer, Offered, choose_tools
-from .request import ChatRequest, InvalidRequest
+from .offer import MayUse, Offer, choose_tools
+from .request import ChatRequest
 from .trace import ToolExecution
 
 if TYPE_CHECKING:
@@ -134,21 +129,6 @@ class ChatLoop:
         return finished
 
 
-@dataclass(frozen=True)
-class _Answer:
-    """A call the gateway answers itself: run on the server, or refused with an error result."""
-
-    call: ToolCall
-    arguments: Any
-    offered: Offered | None = None  # set when the tool is to run
-    refusal: str | None = None
-
-
-@dataclass(frozen=True)
-class _HandBack:
-    call: ToolCall
-
-
 class Turn:
     def __init__(self, loop: ChatLoop, catalog: Catalog, request: ChatRequest, caller: MayUse | None,
                  caller_name: str | None):
@@ -178,7 +158,9 @@ class Turn:
         earlier = [m for m in self.messages[start:] if m.get("role") == "assistant" and m.get("tool_calls")]
         self.rounds = len(earlier)
         self.calls = Counter(c["function"]["name"] for m in earlier for c in m["tool_calls"])
-        self.received = await self.accept_results()
+        self.received = await accept_results(self.catalog, self.messages, self.request.messages, self.rounds,
+                                             self.context)
+        self.trace += self.received
         self.base = len(self.messages)  # from here on, messages are the gateway's own
 
     async def run(self) -> AsyncIterator[Event]:
@@ -217,7 +199,7 @@ class Turn:
                     else:
                         yield event
             assert reply is not None
-            reply = _unique_ids(reply)
+            reply = unique_ids(reply)
             if not reply.tool_calls or final:
                 yield self.answer(reply)
                 return
@@ -225,16 +207,16 @@ class Turn:
             if choice == "required" or isinstance(choice, Mapping):
                 choice = None  # forced for the first round only
             self.messages.append(reply.message())
-            plans = [self.plan(call) for call in reply.tool_calls]
-            answered = [p for p in plans if isinstance(p, _Answer)]
-            results = await self.execute(answered)
+            plans = [plan(call, self.offer, self.calls, self.provider.tool_format) for call in reply.tool_calls]
+            answered = [p for p in plans if isinstance(p, Answer)]
+            results = await execute(self.catalog, answered, self.loop.config.chat.max_parallel_tools, self.context)
             if answered:
                 executions = tuple(ToolExecution.of(p.call.id, p.arguments, result, self.rounds)
                                    for p, result in zip(answered, results))
                 self.trace += executions
                 yield Executed(executions)
             messages = [tool_message(p.call.id, result) for p, result in zip(answered, results)]
-            handed = tuple(p.call for p in plans if isinstance(p, _HandBack))
+            handed = tuple(p.call for p in plans if isinstance(p, HandBack))
             if handed:
                 yield await self.hand_back(handed, messages, reply.model)
                 return
@@ -311,108 +293,12 @@ class Turn:
             self.texts.append(reply.content)
         yield reply
 
-    def plan(self, call: ToolCall) -> _Answer | _HandBack:
-        """What to do with one call: run it, hand it back, or answer it with an error."""
-        if call.name in self.offer.caller_tools:
-            return _HandBack(call)
-        offered = self.offer.tools.get(call.name)
-        if offered is None:
-            close = difflib.get_close_matches(call.name, self.offer.names, n=1)
-            hint = f" Did you mean '{close[0]}'?" if close else ""
-            return _Answer(call, json_value(call.arguments), refusal=(
-                f"Unknown tool '{call.name}'.{hint} Available tools: {', '.join(self.offer.names) or 'none'}."))
-        self.calls[call.name] += 1
-        limit = offered.tool.definition.max_calls
-        if limit is not None and self.calls[call.name] > limit:
-            return _Answer(call, json_value(call.arguments), refusal=(
-                f"Tool '{call.name}' may be called at most {limit} time(s) in one turn; it was not run. "
-                "Answer with the results you have."))
-        try:
-            arguments = json.loads(call.arguments) if call.arguments.strip() else {}
-        except ValueError as exc:
-            return _Answer(call, json_value(call.arguments), refusal=(
-                f"Invalid arguments for tool '{call.name}': not valid JSON ({exc}). "
-                "Send the arguments as one JSON object."))
-        if self.provider.tool_format == "openai-strict":
-            arguments = restore_arguments(offered.tool.input_schema, arguments)
-        if offered.side == "client":
-            try:  # checked here, so the caller only ever gets calls it can run
-                validate_arguments(offered.tool, parse_arguments(offered.tool, arguments))
-            except ArgumentsInvalid as exc:
-                return _Answer(call, arguments, refusal=str(exc))
-            return _HandBack(call)
-        return _Answer(call, arguments, offered)
-
-    async def execute(self, answers: list[_Answer]) -> list[ToolResult]:
-        """Results in call order: refusals at once, tool runs concurrently, at most max_parallel_tools at a time."""
-        limit = asyncio.Semaphore(self.loop.config.chat.max_parallel_tools)
-
-        async def one(answer: _Answer) -> ToolResult:
-            if answer.offered is None:
-                return error_result(answer.call.name, answer.refusal or "")
-            async with limit:
-                return await invoke(self.catalog, answer.offered.tool.id, answer.arguments, self.context(answer.call.id))
-
-        return list(await asyncio.gather(*(one(a) for a in answers)))
-
     def context(self, call_id: str, side: str = "server") -> CallContext:
         # A call's trace context is this request's span when it is traced, else what the caller sent.
         return CallContext(conversation_id=self.request.conversation_id, user=self.request.user,
                            tool_call_id=call_id, side=side, metadata=dict(self.request.metadata), surface="chat",
                            caller=self.principal[0],
                            traceparent=self.activity.headers.get("traceparent") or self.request.traceparent)
-
-    async def accept_results(self) -> list[ToolExecution]:
-        """Take the caller's results for the calls of the last assistant message, when the request ends with them.
-
-        Results of gateway tools are normalised like server results (JSON, output schema, size cap); a call left
-        unanswered is answered with an error, so the model is never sent a call without a result.
-        """
-        index = next((i for i in range(len(self.messages) - 1, -1, -1) if self.messages[i].get("role") != "tool"), -1)
-        last = self.messages[index] if index >= 0 else {}
-        if index < last_user_index(self.messages) or last.get("role") != "assistant" or not last.get("tool_calls"):
-            return []
-        calls = {c["id"]: c for c in last["tool_calls"]}
-        given = {m["tool_call_id"]: m for m in self.messages[index + 1:]}
-        stray = sorted(set(given) - set(calls))
-        if stray:
-            raise InvalidRequest(f"messages: tool result(s) for {', '.join(stray)}, which the assistant message "
-                                 "before them did not call.", "messages")
-        mine = {m["tool_call_id"] for m in _trailing_results(self.request.messages)}
-        received, tail = [], []
-        for call_id, call in calls.items():
-            message = given.get(call_id)
-            name = call["function"]["name"]
-            if message is None:
-                message = tool_message(call_id, error_result(name, "The caller returned no result for this call."))
-            elif call_id in mine:
-                message, execution = await self.client_result(call, message)
-                received.append(execution)
-            tail.append(message)
-        self.messages[index + 1:] = tail
-        self.trace += received
-        return received
-
-    async def client_result(self, call: Mapping[str, Any],
-                            message: Mapping[str, Any]) -> tuple[dict[str, Any], ToolExecution]:
-        name, text = call["function"]["name"], text_of(message.get("content"))
-        arguments = json_value(call["function"].get("arguments"))
-        tool = self.catalog.tools.get(name)
-        if tool is None or "client" not in tool.executors:  # a caller's own function: its result is its business
-            result = ToolResult(name, bool(message.get("is_error")), text, text, side="client")
-        elif message.get("is_error"):
-            result = error_result(name, text, "client")
-        else:
-            try:
-                result = normalise(tool, json_value(text), "client", self.catalog.settings.max_result_chars)
-            except ToolError as exc:
-                result = error_result(name, str(exc), "client")
-        if tool is not None and "client" in tool.executors:
-            # The caller ran a gateway tool: its result passes out through the tool's filters like any other.
-            given = arguments if isinstance(arguments, dict) else {}
-            result = await filter_result(self.catalog, name, given, self.context(call["id"], "client"), result)
-        return tool_message(call["id"], result), ToolExecution.of(call["id"], arguments, result, self.rounds,
-                                                                  timed=False)
 
     async def hand_back(self, calls: tuple[ToolCall, ...], answers: list[dict[str, Any]], model: str) -> Finished:
         content = PARAGRAPH.join(self.texts)
@@ -437,34 +323,3 @@ def _tokens(usage: Mapping[str, int]) -> dict[str, int]:
     """Token counts by the event stream's names (the loop keeps OpenAI's)."""
     names = {"prompt_tokens": "input_tokens", "completion_tokens": "output_tokens"}
     return {names[key]: value for key, value in usage.items() if key in names}
-
-
-def tool_message(call_id: str, result: ToolResult) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": result.text}
-    if result.is_error:
-        message["is_error"] = True  # kept for providers that mark errors (Anthropic); dropped for OpenAI
-    if result.content is not None and any(block.get("type") != "text" for block in result.content):
-        message[CONTENT_BLOCKS] = result.blocks()
-    return message
-
-
-def _trailing_results(messages: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
-    results = []
-    for message in reversed(messages):
-        if message.get("role") != "tool":
-            break
-        results.append(message)
-    return results
-
-
-def _unique_ids(reply: ModelReply) -> ModelReply:
-    """The reply with an id of its own for every call (some servers repeat ids such as 'call_0')."""
-    seen: set[str] = set()
-    calls = []
-    for call in reply.tool_calls:
-        if not call.id or call.id in seen:
-            call = ToolCall(new_call_id(), call.name, call.arguments)
-        seen.add(call.id)
-        calls.append(call)
-    return dataclasses.replace(reply, tool_calls=tuple(calls))
-
