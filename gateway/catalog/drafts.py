@@ -26,7 +26,8 @@ from concurrent.futures import Future
 
 from .. import daemon
 from ..bindings import BuildEnv
-from ..definitions.load import DefinitionsCache, FileDefinitions, parse_definitions
+from ..definitions.load import DefinitionsCache
+from ..definitions.parse import FileDefinitions, parse_definitions
 from ..definitions.yamlbudget import YamlLimits
 from ..errors import DefinitionsInvalid, Problem
 from ..settings import Settings

@@ -26,7 +26,8 @@ from ..errors import Problem
 
 if TYPE_CHECKING:
     from ..bindings import BuildEnv
-    from ..definitions.load import Definitions, FileDefinitions
+    from ..definitions.load import Definitions
+    from ..definitions.parse import FileDefinitions
     from ..filters.call import Filter
     from ..filters.chains import SharedFilters
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..catalog.build import Catalog
+from ..catalog.snapshot import Catalog
 from ..context import CallContext
 from ..errors import ArgumentsInvalid, ToolError
 from ..formats import restore_arguments
