@@ -123,8 +123,8 @@ class Running:
         return self.counter_log.read_text().splitlines() if self.counter_log.exists() else []
 
     def restarted(self, directory: Path) -> dict[str, Any]:
-        """Through a gateway of its own (declaring this upstream alone, in ``directory``), freshly connected: kill
-        the upstream (SIGKILL, as a crash), start it again, call it once through REST; the answer.
+        """Through a gateway of its own (declaring this upstream alone, in ``directory``), connected and serving its
+        tools: kill the upstream (SIGKILL, as a crash), start it again, call it once through REST; the answer.
 
         An HTTP upstream is started again on the same port and called as soon as it listens: a session the restarted
         server does not know must be renewed and the call sent again. A stdio upstream is spawned again by the
@@ -153,6 +153,12 @@ class Running:
         with running(directory / "defs") as served, httpx.Client(base_url=served.url, timeout=60) as http:
             connection = served.gateway.mcp_pool.connections()[0]
             until(lambda: connection.state == "up", f"a gateway connected to {self.peer.key}", timeout=START_S)
+            # Serving its tools, not only connected: on a loaded machine the first build may give up on a slow
+            # upstream (the upstream was not read within SOURCES_WAIT_S) and serve none of them; they come with the
+            # rebuild the session's connect asks for. Killed before then, the upstream was never served, its tool
+            # was unknown before the restart and may still be after it (404, not a tool result).
+            until(lambda: f"{self.peer.key}_{tool}" in served.gateway.catalog.tools,
+                  f"the gateway to serve {self.peer.key}'s tools", timeout=START_S)
             http.post(f"/tools/{self.peer.key}_{tool}/call", json=arguments)  # serving calls, as a gateway does
             if proxy is not None:
                 before, proxy.holding = len(proxy.seen), True
