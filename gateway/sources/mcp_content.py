@@ -178,7 +178,8 @@ def _list_blocking(config: UpstreamConfig, pool: Any, most: int) -> Listed:
     loop = pool.loop if pool is not None else None
     timeout = config.connect_timeout_s
     if loop is not None and loop.is_running():
-        future = asyncio.run_coroutine_threadsafe(pool.connection(config).request(lambda c: _list(c, most)), loop)
+        listing = pool.connection(config).request(lambda c: _list(c, most), listing=True)
+        future = asyncio.run_coroutine_threadsafe(listing, loop)
         try:
             return future.result(timeout)
         except TimeoutError:

@@ -1,9 +1,10 @@
 """Reconnects to an upstream MCP server, seen through the gateway: calls that land while the session is replaced
-never meet a half-open client, and an upstream that drops every session is reconnected to with a floor and a cap,
-not in a loop."""
+never meet a half-open client, a rebuild's listing that meets the upstream's crash is sent again on the next
+session, and an upstream that drops every session is reconnected to with a floor and a cap, not in a loop."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -15,7 +16,8 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
-from mcp_upstreams import Upstream, gateway_serving, http_source, sources_yaml, until
+from mcp_upstreams import SERVERS, STDIO_SERVER, Upstream, gateway_serving, http_source, sources_yaml, until
+from support import CONSOLE
 
 from gateway.upstream.mcp import watch as mcp_watch
 from gateway.upstream.mcp.config import ListingBounds, UpstreamConfig
@@ -81,6 +83,34 @@ def test_calls_during_reconnects_wait_for_the_new_session(tmp_path, args):
             assert sum(not a["is_error"] for _, a in answers) > len(answers) // 2
     finally:
         weather.kill()
+
+
+@pytest.mark.parametrize("method", ["tools/list", "prompts/list"])
+def test_a_rebuild_listing_an_upstream_that_crashes_under_it_lists_it_again_on_the_next_session(tmp_path, method):
+    """A rebuild whose listing (of the tools, or of the prompts and resources) meets the stdio upstream's crash
+    sends it once more on the session the gateway spawns next: the upstream stays served fresh. Before, the build
+    served it as down, "Connection closed": its tools stale (none, had no copy been kept: calls found no such tool
+    while the session was up again), its prompts and resources not served until some later rebuild (the federation
+    matrix's stdio restarts met it: the rebuild a new session asks for listed on the session the test had killed)."""
+    cue = tmp_path / "crash"
+    root = tmp_path / "defs"
+    root.mkdir()
+    args = [str(SERVERS / "stdio_crash.py"), str(cue), method, "--", sys.executable, str(STDIO_SERVER)]
+    (root / "local.yaml").write_text(sources_yaml(
+        f"  - id: local\n    mcp: {{command: '{sys.executable}', args: {json.dumps(args)}, connect_timeout_s: 20}}\n"))
+    with gateway_serving(root) as served:
+        connection = served.gateway.mcp_pool.connections()[0]
+        until(lambda: connection.state == "up" and "whoami" in served.gateway.catalog.tools, "the upstream's tools")
+        first = connection.connected_at
+        cue.touch()  # the next listing sent kills the upstream before it reads it
+        assert httpx.post(f"{served.url}/admin/reload", timeout=60, auth=CONSOLE).status_code == 200
+        assert not cue.exists(), "the rebuild sent no listing"
+        (status,) = served.gateway.catalog.sources
+        assert (status["health"], status["error"]) == ("ok", None), status
+        assert not served.gateway.catalog.warnings, served.gateway.catalog.warnings
+        assert connection.connected_at != first  # listed on the next session
+        answer = httpx.post(f"{served.url}/tools/whoami/call", json={}, timeout=60).json()
+        assert not answer["is_error"], answer
 
 
 def test_an_upstream_that_drops_every_session_is_asked_at_most_once_per_floor(tmp_path):

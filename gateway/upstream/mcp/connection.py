@@ -10,7 +10,8 @@ fails at once, naming the upstream (or, when the last attempt is older than the 
 one attempt), so an upstream restarted mid-use heals by itself, and one that drops every session is asked at most
 once per floor while called, once per cap while idle. A session the upstream no longer knows (it restarted: the
 Python SDK's HTTP 404, the TypeScript SDK's 400) is reconnected and the call, which the upstream refused without
-running it, is sent once more. A call never meets a client a reconnect is closing: one given a session that closed
+running it, is sent once more; so is a build's listing that meets its session closed or forgotten (a listing
+changes nothing upstream). A call never meets a client a reconnect is closing: one given a session that closed
 before it was sent is sent on the next one.
 
 A ``tools/call`` to a streamable-HTTP upstream is posted by the gateway itself on the session's HTTP client
@@ -76,6 +77,11 @@ T = TypeVar("T")
 
 class _Unsent(Exception):
     """The session a call was given was closed (a reconnect) before the call was sent."""
+
+
+def _gone(exc: MCPError) -> bool:
+    """Whether ``exc`` says the session is gone: closed under the request, or forgotten by a restarted upstream."""
+    return exc.error.code == mcp_types.CONNECTION_CLOSED or forgotten(exc)
 
 
 class Pool(Protocol):
@@ -167,28 +173,50 @@ class Connection(ChangeWatch):
         return await finish_call(client, session, name, arguments, raw)
 
     async def list_tools(self) -> list[mcp_types.Tool]:
-        client = await self._session()
+        """The upstream's tools, for a build (asked again on the next session when this one is lost: ``_listing``)."""
         try:
-            return await mcp_listing.list_tools(client, self._fast, self.config)
+            return await self._listing(lambda client: mcp_listing.list_tools(client, self._fast, self.config))
         except MCPError as exc:
-            if self._lost(client, exc) or refusal_of(exc) is not None:
+            if _gone(exc) or refusal_of(exc) is not None:
                 raise unreachable(self.config, exc) from None
             raise
 
-    async def request(self, ask: Callable[[Client], Awaitable[T]]) -> T:
+    async def request(self, ask: Callable[[Client], Awaitable[T]], *, listing: bool = False) -> T:
         """``ask(client)`` on this session (a prompt, a resource: ``gateway.sources.mcp_content``), with the errors
-        of ``list_tools``."""
+        of ``list_tools``; ``listing`` (a build listing the prompts and resources) is asked again as ``list_tools``
+        is."""
+        try:
+            return await (self._listing(ask) if listing else self._asked(ask))
+        except MCPError as exc:
+            if _gone(exc):
+                raise UpstreamUnavailable(f"{self.config.label}: {reason(exc)}") from None
+            raise
+
+    async def _listing(self, ask: Callable[[Client], Awaitable[T]]) -> T:
+        """``ask(client)``, a build's listing, sent once more on the next session when the one it was given is lost
+        under it (the upstream restarted or dropped it; ``_lost`` asks for the next one). A listing changes nothing
+        upstream, and the build would otherwise serve the upstream as down for a restart the connection heals at
+        once: stale, or without its tools where none were kept (a call then finds no such tool while the session is
+        up again), and without its prompts and resources until some later rebuild."""
+        try:
+            return await self._asked(ask)
+        except MCPError as exc:
+            if not _gone(exc):
+                raise
+        return await self._asked(ask)
+
+    async def _asked(self, ask: Callable[[Client], Awaitable[T]]) -> T:
+        """``ask(client)`` on the current session; a session ``ask`` found gone is replaced (``_lost``)."""
         client = await self._session()
         try:
             return await ask(client)
         except MCPError as exc:
-            if self._lost(client, exc):
-                raise UpstreamUnavailable(f"{self.config.label}: {reason(exc)}") from None
+            self._lost(client, exc)
             raise
 
     def _lost(self, client: Client, exc: MCPError) -> bool:
         """Whether ``exc`` means the session is gone (then a new one is asked for)."""
-        gone = exc.error.code == mcp_types.CONNECTION_CLOSED or forgotten(exc)
+        gone = _gone(exc)
         if gone and self._client is client and self._redo is not None:
             self._client = None
             self._attempt = asyncio.get_running_loop().create_future()  # what calls wait for: the next session
