@@ -36,6 +36,14 @@ for a build that may not connect (``env.connect`` false: the console's check of 
 with auth off, a page on the machine — may send): the problems of the declaration found without connecting, or
 None when this declaration reaches nothing outside (``expand`` then runs as usual, e.g. an OpenAPI ``spec`` file).
 
+A kind may also expose::
+
+    def late(declaration: SourceDeclaration, expansion: Expansion, env: SourceEnv) -> None
+
+called (in the expanding thread) with an expansion that came after the build stopped waiting for it: that build
+served the source stale or without tools, and whatever the kind noted of what it read was served by no build (the
+``mcp`` kind forgets the listing it holds as the last build's, so that a later build lists the upstream again).
+
 ``UpstreamTool.binding`` is the ``binding:`` mapping a YAML author would write for the tool: the framework checks
 and builds it with the ordinary binding kinds (``{"http": {...}}`` for openapi; ``{"mcp": {"source": id,
 "tool": name}}`` for mcp, built by ``gateway.bindings.mcp``).

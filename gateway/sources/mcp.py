@@ -88,6 +88,20 @@ def expand(declaration: SourceDeclaration, env: SourceEnv) -> Expansion:
     return expansion
 
 
+def late(declaration: SourceDeclaration, expansion: Expansion, env: SourceEnv) -> None:
+    """A listing that came after the build stopped waiting for it (a slow start on a busy host): the build served
+    the source stale or without tools, while the pooled connection holds that listing as the one the last build
+    read, and a session listing the same would never ask for the rebuild that serves it (its tools unknown for
+    good while it is up). Fresh, it is forgotten (``Connection.unread``)."""
+    pool: McpPool | None = getattr(env.gateway, "mcp_pool", None)
+    config, _ = parse_config(declaration.id, declaration.settings, env.settings)
+    if pool is None or config is None or expansion.status.get("health") != "ok":
+        return
+    for connection in pool.connections():
+        if connection.config == config:
+            connection.unread()
+
+
 def _last_known(declaration: SourceDeclaration, config: UpstreamConfig, error: str,
                 base: Mapping[str, Any], until: str = "it answers") -> Expansion:
     """The listing kept on disk, stale; none (and a warning) when there is no copy, or none within the bounds

@@ -3,7 +3,8 @@ for every kind (``gateway.sources.rules``) turn what the upstream offers into to
 
     expand     every source's kind at once, each in a daemon thread, waited for until one deadline; a kind that
                does not return in time (or raises) leaves the last expansion this process had for the same
-               declaration in place, marked stale, or no tools and a warning: a down upstream never blocks a build.
+               declaration in place, marked stale, or no tools and a warning: a down upstream never blocks a build
+               (the kind hears of an expansion that comes after all: ``late``).
                A build that may not connect (a draft check) expands only what reaches nothing outside; an upstream
                is checked as declared, with the tools this process last listed for the same upstream settings
     generate   select, name, override, defaults, hide (``gateway.sources.rules``)
@@ -142,6 +143,7 @@ def _outcome(source: SourceDeclaration, future: Any, env: SourceEnv) -> Expansio
         return future.result(max(env.deadline - time.monotonic(), 0))
     except TimeoutError:
         error = f"the upstream was not read within {env.wait_s:g} s"
+        future.add_done_callback(lambda done: _late(source, done, env))  # at once if it is done by now
     except Exception as exc:  # noqa: BLE001 — a kind's bug or an unexpected failure: this source's problem, not the build's
         error = f"reading the upstream failed: {type(exc).__name__}: {exc}"
     with _last_lock:
@@ -151,6 +153,15 @@ def _outcome(source: SourceDeclaration, future: Any, env: SourceEnv) -> Expansio
     return Expansion(problems=(source.problem([source.kind], f"{error}; it serves no tools until it is read",
                                               key=True, severity="warning"),),
                      status={"health": "down", "stale": False, "error": error})
+
+
+def _late(source: SourceDeclaration, done: Any, env: SourceEnv) -> None:
+    """The kind's expansion, come after the build stopped waiting for it: the kind hears of it (``late``, where it
+    has one), since what it read was served by no build."""
+    module = SOURCE_KINDS.get(source.kind)
+    late = getattr(import_module(module), "late", None) if module else None
+    if late is not None and done.exception() is None:
+        late(source, done.result(), env)
 
 
 def _generate_once(source: SourceDeclaration, expansion: Expansion) -> Generated:

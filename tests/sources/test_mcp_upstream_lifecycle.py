@@ -1,11 +1,13 @@
 """An upstream MCP server's life seen through the gateway: killed and restarted mid-use, down at start-up (last
-known tools served stale, or none) then recovering, and its tools/list_changed reaching our own MCP clients."""
+known tools served stale, or none) or listed too late for the first build, then recovering, and its
+tools/list_changed reaching our own MCP clients."""
 
 from __future__ import annotations
 
 import os
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -25,6 +27,8 @@ from mcp_upstreams import (
     upstream,
 )
 from support import NODE_MODULES
+
+from gateway.sources import cache
 
 
 @pytest.fixture(autouse=True)
@@ -204,6 +208,31 @@ def test_down_at_startup_serves_nothing_then_its_tools_appear(tmp_path):
             assert source_status(served)["health"] == "ok"
     finally:
         weather.kill()
+
+
+def test_a_listing_that_comes_after_the_first_build_gave_up_on_it_is_served(tmp_path, monkeypatch):
+    """An upstream whose listing comes in after the first build stopped waiting for it (a slow start on a busy
+    host; here its last step, the copy kept on disk, is held until the build has given up): the build serves none
+    of its tools, and they are served once the listing is in, without a reload by hand. Before, the connection
+    took that listing for the one the build had read: its session, listing the same, asked for no rebuild, and the
+    tools stayed unknown while it was up (the federation matrix's restart gateways met it under load)."""
+    given_up = threading.Event()
+    keep = cache.save
+
+    def late_save(path: Path, data: bytes) -> None:
+        given_up.wait(30)
+        keep(path, data)
+
+    monkeypatch.setattr(cache, "save", late_save)
+    # reload_timeout_s 4: the build waits 2 s for its sources (SOURCES_WAIT_S is at most half of it).
+    with upstream("mcpserver_http.py") as weather, gateway_serving(definitions(tmp_path, weather.url),
+                                                                   reload_timeout_s=4) as served:
+        given_up.set()
+        status = source_status(served)
+        assert status["health"] == "down" and "was not read within" in status["error"], status
+        until(lambda: "w_echo" in served.gateway.catalog.tools, "the upstream's tools to be served")
+        assert source_status(served)["health"] == "ok"
+        assert call(served.url, "w_echo", {"text": "late"})["result"] == "late"
 
 
 def test_last_known_tools_are_served_stale_from_disk_then_refreshed(tmp_path):

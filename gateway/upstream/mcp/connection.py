@@ -92,6 +92,9 @@ class Pool(Protocol):
 
     def bind(self) -> asyncio.AbstractEventLoop: ...
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None: ...
+
     def changed(self, connection: Connection) -> None: ...
 
     def released(self, connection: Connection) -> None: ...
@@ -283,6 +286,17 @@ class Connection(ChangeWatch):
             raise
         self.listed = fingerprint(tools)
         return tools
+
+    def unread(self) -> None:
+        """The listing ``listed`` records was read by no build (its build stopped waiting for it first:
+        ``gateway.sources.mcp.late``, from a build's thread): forgotten, so that the session's listing on connecting
+        differs and asks for a rebuild; a session up already (it lists nothing more unless told of a change) asks
+        now. One of the two asks: ``_serve`` sets the state before it compares."""
+        self.listed = ""
+        loop = self.pool.loop
+        if self.state == "up" and loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: the gateway is stopping
+                loop.call_soon_threadsafe(self._changed)
 
     # -- the task holding the session -----------------------------------------------------------------------
 
