@@ -1,7 +1,7 @@
 """``sources: [{id, mcp: {url | command, ...}}]`` — the tools of an upstream MCP server.
 
 ``expand`` lists the upstream's tools when the catalog is built (in the build's thread): through the gateway's
-pooled session (``gateway.mcp_pool``) when the gateway runs, else through a session of its own, waiting
+pooled session (``gateway.upstream.mcp.pool``) when the gateway runs, else through a session of its own, waiting
 ``connect_timeout_s`` at most (and never past the build's deadline). Each upstream tool becomes an
 ``UpstreamTool``: its name, ``title`` (the name people see), description, ``inputSchema``, ``outputSchema`` and
 annotation hints (``readOnlyHint`` → ``read_only``, ...), called through ``{"mcp": {"source", "tool"}}``

@@ -2,7 +2,7 @@
 
 Listed when the catalog is built, after the source's tools, and only from an upstream whose tools were listed
 just now (one that is down was already waited for once) and only what its capabilities declare (``prompts``,
-``resources``): through the gateway's pooled session (``gateway.mcp_pool``) when it runs, else a session of the
+``resources``): through the gateway's pooled session (``gateway.upstream.mcp.pool``) when it runs, else a session of the
 build's own. At most ``source_max_tools`` of each kind, ``MAX_PAGES`` pages.
 
 Namespaced like the source's tools: a prompt is served as ``prefix`` + its name. A resource keeps its URI: a URI
