@@ -1,7 +1,7 @@
 """``binding: {browser: {script: path}}`` — a script that registers the tool's handler in the user's page.
 
 The gateway never runs the script; it serves it to the browser runtime and forwards calls to a live page
-(``gateway.bridge``) that named itself in the call's context.
+(``gateway.runtime.bridge``) that named itself in the call's context.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
     GET /client/gateway-tools.js       the browser runtime (``gateway/static/gateway-tools.js``)
     GET /client/scripts/<tool id>.js   the script of a tool with a browser binding — only those are served
-    WS  /client/bridge                 a live session: the page answers the calls ``gateway.bridge`` forwards
+    WS  /client/bridge                 a live session: the page answers the calls ``gateway.runtime.bridge`` forwards
     GET /client/demo                   the demo page: a task form with a chat box whose tools read and fill it
 
 None of these needs an API key: a browser cannot send one with ``<script src>`` or a WebSocket, the scripts are

@@ -3,7 +3,7 @@
 - ``GET /admin/api/files``: ``{read_only, read_only_reason, files: [{path, bytes, sha256}]}``.
 - ``GET /admin/api/files/{path}``: ``{path, text, sha256}``.
 - ``POST /admin/api/check`` ``{path, text}``: ``{ok, problems}`` — the whole catalog built with the draft in
-  place of the file, in memory (``gateway.drafts``); nothing is written.
+  place of the file, in memory (``gateway.catalog.drafts``); nothing is written.
 - ``PUT /admin/api/files/{path}`` ``{text, base_sha256}``: 403 when read-only, 409 when the file changed on disk
   since ``base_sha256``, 422 with ``problems`` when the catalog would not build (nothing written); else the file
   is replaced atomically, the gateway reloads, and the answer is ``{ok, path, sha256, reload}`` (``ok``: the
@@ -12,7 +12,7 @@
   exists; then a reload, answered as a save is.
 
 Every route needs an admin caller; ``check``, ``save`` and ``create`` are writes (``writes``). A check
-never connects to a draft's upstreams (``gateway.drafts``).
+never connects to a draft's upstreams (``gateway.catalog.drafts``).
 
 A draft may be as large as a definitions file may be (``max_file_bytes``); its request body, JSON-escaped,
 twice that. Saves and creations are ``admin`` events with the path and digests, never the text.
