@@ -22,6 +22,7 @@ NOT_FOR_SERVING = (
     "mcp.client",  # the SDK's client side
     "gateway.upstream.mcp.client",
     "gateway.upstream.mcp.connection",
+    "gateway.upstream.mcp.calls",
     "gateway.upstream.mcp.watch",
     "gateway.upstream.mcp.refusals",
     "gateway.sources.mcp",
