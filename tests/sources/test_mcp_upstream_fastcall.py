@@ -138,6 +138,28 @@ def test_a_kept_alive_connection_the_upstream_closed_is_not_reused(tmp_path, mon
         running.kill()
 
 
+def test_a_call_on_a_kept_alive_connection_to_an_upstream_killed_since_is_sent_again(tmp_path, monkeypatch):
+    """The upstream is killed and started again between two calls, and the second call comes before the gateway's
+    loop has read the end of the kept-alive connection (a loaded machine): that connection was dead before the call
+    was written, so the call never ran; it goes on a new connection, finds its session forgotten and is sent again
+    on a new one, as after any restart, rather than failing as if the upstream had died during it."""
+    monkeypatch.setattr(mcp_fastcall, "ENABLED", True)
+    running = Upstream(str(VARIANTS), ("mcpserver_http.py", "--legacy")).start()
+    try:
+        with served_calls(tmp_path, running.url) as served:
+            assert rest_call(served.url, "echo", {"text": "a"})["result"] == "a"
+
+            async def restarted_then_called(connection):
+                running.kill()  # blocking the loop throughout: it reads nothing of the connection's end
+                running.start()
+                return await connection.call_tool("echo", {"text": "b"})
+
+            result = on_loop(served, restarted_then_called)
+            assert not result.is_error and result.content[0].text == "b", result
+    finally:
+        running.kill()
+
+
 async def test_concurrent_calls_each_get_their_own_answer(tmp_path, monkeypatch, variant):
     """Forty calls at once through the fast path (more connections than are kept idle) each get the answer to their
     own arguments."""

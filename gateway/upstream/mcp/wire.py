@@ -12,6 +12,7 @@ balancer's affinity) goes through httpx2 too. The upstream's configured headers 
 from __future__ import annotations
 
 import asyncio
+import select
 import urllib.request
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
@@ -43,13 +44,20 @@ class _Connection:
         self.reader, self.writer, self.slots = reader, writer, slots
         self.h11 = h11.Connection(h11.CLIENT)
         self.closed = False  # its slot given back (the transport may have closed itself on a reset)
+        self.idle_check = select.poll()
+        self.idle_check.register(writer.get_extra_info("socket").fileno(), select.POLLIN)
 
     def alive(self) -> bool:
         """Whether the next request may go on it: open, idle, and nothing received since its last answer ended —
         bytes an upstream wrote on an idle connection would be read as the next call's answer (a desync).
-        StreamReader has no public way to ask whether it holds bytes; its buffer is where they are."""
+        StreamReader has no public way to ask whether it holds bytes; its buffer is where they are. Nor anything
+        waiting in the kernel (httpx2's pool asks the same before reusing one): the loop reads the end of a
+        connection the upstream closed (killed, restarted) only when it next gets to it, on a loaded machine after
+        the next call came; written there, that call met a reset and failed as one the upstream may have run (never
+        sent twice) though the connection was dead before it was written. On a new connection it is sent, or found
+        unknown to a restarted upstream and sent again on a new session."""
         return not self.reader.at_eof() and not self.writer.is_closing() and self.h11.our_state is h11.IDLE \
-            and not self.reader._buffer  # type: ignore[attr-defined]
+            and not self.reader._buffer and not self.idle_check.poll(0)  # type: ignore[attr-defined]
 
     def close(self) -> None:
         if not self.closed:
