@@ -160,7 +160,7 @@ def _late(source: SourceDeclaration, done: Any, env: SourceEnv) -> None:
     has one), since what it read was served by no build."""
     module = SOURCE_KINDS.get(source.kind)
     late = getattr(import_module(module), "late", None) if module else None
-    if late is not None and done.exception() is None:
+    if late is not None and not done.cancelled() and done.exception() is None:  # exception() raises if cancelled
         late(source, done.result(), env)
 
 
