@@ -29,7 +29,9 @@ class CallContext:
     session: str | None = None  # browser bridge session that may execute client tools
     metadata: dict[str, Any] = field(default_factory=dict)
     surface: str | None = None  # what the call came in by: "rest", "mcp", "chat", "cli" (filters may ask)
-    caller: str | None = None  # the name of the API key the call came with (None with auth off)
+    caller: str | None = None  # the name of the API key the call came with, or oauth:<user> (None with auth off)
+    client_id: str | None = None  # with an OAuth access token: the client it was issued to, and its issuer
+    issuer: str | None = None
     traceparent: str | None = None  # the caller's W3C trace context, when it sent one
     client: ClientChannel = SILENT  # what the tool may say to its caller while it runs (gateway.client_channel)
 

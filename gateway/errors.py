@@ -102,10 +102,12 @@ class PayloadTooLarge(GatewayError):
 
 class Unauthorized(GatewayError):
     status = 401
+    challenge: str | None = None  # the WWW-Authenticate value to answer with (RFC 6750); None: plain "Bearer"
 
 
 class Forbidden(GatewayError):
     status = 403
+    challenge: str | None = None  # a step-up's WWW-Authenticate (error="insufficient_scope", the scope needed)
 
 
 class UnsupportedMediaType(GatewayError):

@@ -88,6 +88,8 @@ class CallActivity(Activity):
     surface: str = ""
     caller: str | None = None  # the API key's name (None with auth off)
     user: str | None = None
+    client_id: str | None = None  # an OAuth caller's client and issuer (None for API keys)
+    issuer: str | None = None
     version: str = ""  # the catalog version the call ran on
     side: str = "server"
     arguments: Any = None

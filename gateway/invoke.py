@@ -107,7 +107,7 @@ async def invoke(catalog: Catalog, tool_id: str, raw_arguments: Any = None,
     context = context or CallContext()
     side = choose_side(tool, context)
     call = CallActivity("call", id=new_call_id(), tool=tool.id, surface=context.surface or "", caller=context.caller,
-                        user=context.user, version=catalog.version, side=side, arguments=raw_arguments,
+                        user=context.user, client_id=context.client_id, issuer=context.issuer, version=catalog.version, side=side, arguments=raw_arguments,
                         audit_arguments=tool.definition.audit_arguments, traceparent=context.traceparent,
                         conversation_id=context.conversation_id)
     events = catalog.events

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from .errors import GatewayError
+from .identity import config as oauth_config
 from .state import rate_limits
 
 ENV_PREFIX = "TOOL_GATEWAY_"
@@ -85,6 +86,9 @@ class Settings:
     mcp_sessions_per_key: int = 100
     mcp_session_idle_s: float = 1800.0
     api_keys: tuple[ApiKey, ...] = ()
+    # OAuth 2.1 access tokens from an identity provider, beside API keys (gateway.identity.config); None: keys only.
+    # TOOL_GATEWAY_OAUTH_ISSUER and TOOL_GATEWAY_OAUTH_AUDIENCE set the two it needs.
+    oauth: oauth_config.OAuthConfig | None = None
     # LLM providers and the chat loop's limits; interpreted by gateway.loop.
     providers: Mapping[str, Any] = field(default_factory=dict)
     chat: Mapping[str, Any] = field(default_factory=dict)
@@ -133,7 +137,7 @@ class Settings:
 
     @property
     def auth_enabled(self) -> bool:
-        return bool(self.api_keys)
+        return bool(self.api_keys) or self.oauth is not None
 
     def find_key(self, presented: str) -> ApiKey | None:
         """The key whose digest matches, compared in constant time and without stopping at the first match."""
@@ -191,6 +195,9 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     for name in ("allowed_packages", "allowed_origins", "allowed_secrets", "plugins"):
         if ENV_PREFIX + name.upper() in environ:
             values[name] = [v.strip() for v in environ[ENV_PREFIX + name.upper()].split(",") if v.strip()]
+    if environ.get(ENV_PREFIX + "OAUTH_ISSUER") or environ.get(ENV_PREFIX + "OAUTH_AUDIENCE"):
+        values["env_oauth"] = {name: environ[ENV_PREFIX + "OAUTH_" + name.upper()] for name in ("issuer", "audience")
+                               if environ.get(ENV_PREFIX + "OAUTH_" + name.upper())}
     if environ.get(ENV_PREFIX + "CLUSTER_REDIS_URL"):
         values["cluster_redis_url"] = environ[ENV_PREFIX + "CLUSTER_REDIS_URL"]
     # Keys given in clear through the environment are hashed at once and never kept.
@@ -209,6 +216,8 @@ def _coerce(values: dict[str, Any]) -> Settings:
     changes: dict[str, Any] = {}
     keys = [*(values.pop("api_keys", None) or []), *values.pop("env_api_keys", [])]
     redis_url = values.pop("cluster_redis_url", None)
+    if "env_oauth" in values:  # the environment's issuer / audience over the file's, its other keys kept
+        values["oauth"] = {**(values.get("oauth") or {}), **values.pop("env_oauth")}
     if redis_url:
         values["cluster"] = {**_cluster(values.get("cluster")), "redis_url": redis_url}
     for name, value in values.items():
@@ -245,6 +254,11 @@ def _coerce(values: dict[str, Any]) -> Settings:
         changes["log_level"] = level
     if "cluster" in changes:
         changes["cluster"] = _cluster(changes["cluster"])
+    if "oauth" in changes:
+        try:
+            changes["oauth"] = oauth_config.parse(changes["oauth"])
+        except ValueError as exc:
+            raise SettingsInvalid(str(exc)) from None
     changes["api_keys"] = tuple(_api_key(entry) for entry in keys)
     return replace(settings, **changes)
 

@@ -108,7 +108,7 @@ def test_definitions_know_nothing_of_bindings_or_the_catalog(module):
 # subpackages are apart from the surfaces' common ground (server/http) and from what assembles them.
 LAYERS = [
     {"gateway.errors", "gateway.daemon", "gateway.events"},
-    {"gateway.state", "gateway.client_channel"},
+    {"gateway.state", "gateway.client_channel", "gateway.identity"},
     {"gateway.context", "gateway.settings"},
     {"gateway.secrets"},
     {"gateway.schema", "gateway.templates", "gateway.content"},

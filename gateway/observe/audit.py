@@ -6,7 +6,8 @@
 files. Every line is one JSON object with ``time`` (ISO-8601, UTC, milliseconds) and ``event``:
 
 ``call`` (when a tool call ends; ``time`` is when it began):
-  call_id, trace_id (with tracing on), caller (the API key's name; null with auth off), user, surface, tool,
+  call_id, trace_id (with tracing on), caller (the API key's name, or oauth:<user>; null with auth off), user,
+  client_id and issuer (an OAuth caller's), surface, tool,
   version (the catalog version it ran on), arguments_sha256 (SHA-256 of the arguments as canonical JSON: keys
   sorted, no spaces, UTF-8, before redaction), argument_bytes (that JSON's size), arguments (redacted; absent
   when the tool says ``audit: {arguments: false}``), outcome (``gateway.events.CALL_OUTCOMES``), duration_ms,
@@ -233,6 +234,8 @@ def call_line(call: CallActivity) -> dict[str, Any]:
         entry["error"] = call.error
     if call.trace_id:
         entry["trace_id"] = call.trace_id
+    if call.issuer:  # a person with an OAuth token: which client called for them, and who vouched
+        entry |= {"client_id": call.client_id, "issuer": call.issuer}
     return entry
 
 

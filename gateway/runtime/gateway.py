@@ -23,6 +23,7 @@ from .rebuild import Listener, Rebuilder, ReloadOutcome
 if TYPE_CHECKING:
     import httpx
 
+    from ..identity.tokens import Verifier
     from .bridge_cluster import ClusterBridge
     from .cluster import Replicas
 
@@ -51,6 +52,12 @@ class Gateway:
         self._http: httpx.AsyncClient | None = None
         # Sessions to upstream MCP servers (sources: mcp), kept across catalogs; the reload service starts it.
         self.mcp_pool = McpPool()
+        # Checks OAuth access tokens (gateway.identity) and keeps the issuer's keys and the tokens it has checked.
+        self.identity: Verifier | None = None
+        if settings.oauth is not None:
+            from ..identity.tokens import Verifier  # jwt and its cryptography: only where tokens are accepted
+
+            self.identity = Verifier(settings.oauth)
         # Builds run in threads of their own and read the caches the engine hands them: it must exist before the
         # first build starts.
         self.rebuilder = Rebuilder(settings.definitions, self._build, self.events)

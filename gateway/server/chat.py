@@ -86,7 +86,7 @@ class ChatEndpoint:
 
     async def completions(self, request: Request) -> Response:
         try:
-            caller = authenticate(self.gateway.settings, request.headers, request.client.host if request.client else None)
+            caller = await authenticate(self.gateway, request.headers, request.client.host if request.client else None)
             chat = parse_chat_request(parse_json(await read_body(request, self.gateway.settings.max_body_bytes)),
                                       request.headers.get("x-conversation-id"))
             # The body's user, else X-User, when the caller may assert one (see Caller.user); else the key's name.
@@ -113,7 +113,7 @@ class ChatEndpoint:
     async def models(self, request: Request) -> Response:
         """Every name ``model`` accepts (see ``gateway.loop.models``), each owned by the provider it selects."""
         try:
-            authenticate(self.gateway.settings, request.headers, request.client.host if request.client else None)
+            await authenticate(self.gateway, request.headers, request.client.host if request.client else None)
         except GatewayError as exc:
             return error_response(exc, request)
         kinds = {name: provider.config.kind for name, provider in self.loop.providers.items()}
@@ -197,8 +197,9 @@ def error_response(exc: GatewayError, request: Request) -> Response:
     error = openai_error(exc)
     if isinstance(exc, Unauthorized) and request.headers.get("authorization"):
         error["code"] = "invalid_api_key"  # OpenAI's code for a wrong key; a missing one has none
+    challenge = getattr(exc, "challenge", None) or ("Bearer" if exc.status == 401 else None)
     return Response(dumps({"error": error}), exc.status, media_type="application/json",
-                    headers={"WWW-Authenticate": "Bearer"} if exc.status == 401 else None)
+                    headers={"WWW-Authenticate": challenge} if challenge else None)
 
 
 def openai_error(exc: GatewayError) -> dict[str, Any]:

@@ -23,7 +23,9 @@ from starlette.routing import Match, Route
 from .. import __version__
 from ..runtime.gateway import Gateway
 from .http.auth import Caller, authenticate
-from .http.errors import json_response
+from .http.errors import error_response, json_response
+from .http.metadata import WELL_KNOWN
+from .http.metadata import document as protected_resource
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -83,7 +85,7 @@ ENDPOINTS = (
 
 def routes(gateway: Gateway) -> list[Route]:
     async def landing(request: Request) -> Response:
-        caller = authenticate(gateway.settings, request.headers, request.client.host if request.client else None,
+        caller = await authenticate(gateway, request.headers, request.client.host if request.client else None,
                               required=False)
         view = _view(gateway, caller, request)
         if _wants_html(request.headers.get("accept", "")):
@@ -91,7 +93,16 @@ def routes(gateway: Gateway) -> list[Route]:
             return Response(page, headers=PAGE_HEADERS, media_type="text/html; charset=utf-8")
         return json_response(_index(view), headers=HEADERS)
 
-    return [Route("/", landing, methods=["GET"])]
+    async def resource_metadata(request: Request) -> Response:
+        """RFC 9728's document, public as the RFC means it: where to get a token for this gateway (or its /mcp)."""
+        if gateway.settings.oauth is None:
+            return error_response(404, "This gateway does not accept OAuth access tokens (no 'oauth' setting).")
+        body = protected_resource(gateway.settings.oauth, mcp=request.url.path.endswith("/mcp"))
+        return json_response(body, headers={"Cache-Control": "public, max-age=3600"})
+
+    return [Route("/", landing, methods=["GET"]),
+            Route(WELL_KNOWN, resource_metadata, methods=["GET"]),
+            Route(WELL_KNOWN + "/mcp", resource_metadata, methods=["GET"])]
 
 
 def _view(gateway: Gateway, caller: Caller, request: Request) -> dict[str, Any]:
@@ -100,7 +111,7 @@ def _view(gateway: Gateway, caller: Caller, request: Request) -> dict[str, Any]:
     fill = {"base": base, "auth": " -H 'Authorization: Bearer $KEY'" if auth else "",
             "header": ' --header "Authorization: Bearer $KEY"' if auth else ""}
     catalog = release = None
-    if not auth or caller.key is not None:  # with auth on, nothing of the catalog (or the release) without a key
+    if not auth or caller.authenticated:  # with auth on, nothing of the catalog (or the release) without a key
         snapshot = gateway.catalog
         catalog = {"version": snapshot.version, "tools": sum(map(caller.may_use, snapshot.tools.values()))}
         release = __version__

@@ -29,7 +29,7 @@ def may_scrape(caller: Caller) -> bool:
 
 def routes(gateway: Gateway) -> list[Route]:
     async def metrics(request: Request) -> Response:
-        caller = authenticate(gateway.settings, request.headers, request.client.host if request.client else None)
+        caller = await authenticate(gateway, request.headers, request.client.host if request.client else None)
         if not may_scrape(caller):
             raise Forbidden("Scraping /metrics needs an admin key or a key with 'metrics: true'." if caller.auth
                             else "Without API keys configured, /metrics is open to loopback callers only.")

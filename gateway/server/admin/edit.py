@@ -59,26 +59,26 @@ class Editor:
         self.drafts = DraftChecker(gateway.settings)
 
     async def listing(self, request: Request) -> Response:
-        self.admin(request)
+        await self.admin(request)
         reason = await run_in_threadpool(self.files.read_only_reason)
         listed = await run_in_threadpool(self.files.listing)
         return json_response({"read_only": reason is not None, "read_only_reason": reason, "files": listed})
 
     async def read(self, request: Request) -> Response:
-        self.admin(request)
+        await self.admin(request)
         path = request.path_params["path"]
         text, digest = await run_in_threadpool(self.files.read, path)
         return json_response({"path": path, "text": text, "sha256": digest})
 
     async def check(self, request: Request) -> Response:
-        self.admin(request, write=True)  # a check builds (imports admin code): as guarded as a save
+        await self.admin(request, write=True)  # a check builds (imports admin code): as guarded as a save
         body = await self._body(request, path=str, text=str)
         await run_in_threadpool(self.files.exists, body["path"])
         problems = await self._check(body["path"], body["text"])
         return json_response({"ok": not any(p["severity"] == "error" for p in problems), "problems": problems})
 
     async def save(self, request: Request) -> Response:
-        caller = self.admin(request, write=True)
+        caller = await self.admin(request, write=True)
         await run_in_threadpool(self.files.check_writable)
         path = request.path_params["path"]
         body = await self._body(request, text=str, base_sha256=str)
@@ -99,7 +99,7 @@ class Editor:
         return await self._reloaded(path, digest)
 
     async def create(self, request: Request) -> Response:
-        caller = self.admin(request, write=True)
+        caller = await self.admin(request, write=True)
         await run_in_threadpool(self.files.check_writable)
         body = await self._body(request, path=str, template=str)
         path, template = body["path"], body["template"]

@@ -100,22 +100,22 @@ class AdminConsole:
         self.files = DefinitionsFiles.of(gateway.settings)
         self.writes = WriteGuard(gateway.settings.auth_enabled)
 
-    def admin(self, request: Request, *, write: bool = False) -> Caller:
+    async def admin(self, request: Request, *, write: bool = False) -> Caller:
         """The caller, if it may use admin operations (else 401/403) — and, for a ``write``, if the request is one
         no web page could have sent (else 403/415)."""
         client = request.client.host if request.client else None
-        caller = authenticate(self.settings, request.headers, client)
+        caller = await authenticate(self.gateway, request.headers, client)
         caller.check_admin()
         if write:
             self.writes.check(request)
         return caller
 
     async def token(self, request: Request) -> Response:
-        self.admin(request)
+        await self.admin(request)
         return json_response({"header": TOKEN_HEADER, "token": self.writes.token})
 
     async def reload(self, request: Request) -> Response:
-        caller = self.admin(request, write=True)
+        caller = await self.admin(request, write=True)
         self.gateway.events.emit("admin", action="reload", caller=caller.name, detail={})
         outcome = await self.gateway.reload()
         return json_response(outcome.as_dict(), 200 if outcome.ok else 422)
@@ -128,7 +128,7 @@ class AdminConsole:
         return FileResponse(index, headers=PAGE_HEADERS, media_type="text/html; charset=utf-8")
 
     async def overview(self, request: Request) -> Response:
-        self.admin(request)
+        await self.admin(request)
         catalog = self.gateway.catalog
         reason = await run_in_threadpool(self.files.read_only_reason)
         per_plugin = admin_catalog.tools_per_plugin(catalog)
@@ -142,7 +142,7 @@ class AdminConsole:
         })
 
     async def tools(self, request: Request) -> Response:
-        self.admin(request)
+        await self.admin(request)
         catalog = self.gateway.catalog
         # Off the event loop: the first listing of a catalog finds every tool's line in its file.
         body = await run_in_threadpool(catalog.memo, ("admin", "tools-body"),
@@ -150,7 +150,7 @@ class AdminConsole:
         return Response(body, media_type="application/json")
 
     async def tool(self, request: Request) -> Response:
-        self.admin(request)
+        await self.admin(request)
         catalog = self.gateway.catalog
         tool = catalog.get(request.path_params["tool_id"])  # an admin sees every tool the console lists
         figures = admin_catalog.figures_of(self.gateway, tool.id)
@@ -158,14 +158,14 @@ class AdminConsole:
         return json_response(await run_in_threadpool(admin_catalog.tool_detail, tool, catalog, figures))
 
     async def problems(self, request: Request) -> Response:
-        self.admin(request)
+        await self.admin(request)
         last = self.gateway.last_reload
         shown = await run_in_threadpool(admin_catalog.problems, (*last.problems, *last.warnings),
                                         str(self.settings.definitions), self.settings.max_file_bytes)
         return json_response({"last_reload": last.as_dict(), "problems": shown})
 
     async def reloads(self, request: Request) -> Response:
-        self.admin(request)
+        await self.admin(request)
         return json_response({"reloads": self._observer("reloads").history()})
 
     def _observer(self, name: str) -> Any:
@@ -176,11 +176,11 @@ class AdminConsole:
         return observer
 
     async def calls(self, request: Request) -> Response:
-        self.admin(request)
+        await self.admin(request)
         return json_response({"calls": self._observer("live").recent()})
 
     async def call(self, request: Request) -> Response:
-        self.admin(request)
+        await self.admin(request)
         call_id = request.path_params["call_id"]
         record = self._observer("live").get(call_id)
         if record is None:
@@ -190,7 +190,7 @@ class AdminConsole:
     async def stream(self, request: Request) -> Response:
         """``text/event-stream``: ``event: call`` with a call's summary as each call ends; a comment every
         ``HEARTBEAT_S`` seconds; ``event: dropped`` when this reader fell behind and missed some."""
-        self.admin(request)
+        await self.admin(request)
         live = self._observer("live")
 
         async def events() -> AsyncIterator[bytes]:

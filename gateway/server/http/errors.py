@@ -49,7 +49,9 @@ def gateway_error(exc: GatewayError) -> Response:
     if isinstance(exc, UnknownTool):
         return error_response(exc.status, str(exc), tool=exc.tool_id, did_you_mean=list(exc.close_matches))
     if isinstance(exc, Unauthorized):
-        return error_response(exc.status, str(exc), {"WWW-Authenticate": "Bearer"})
+        return error_response(exc.status, str(exc), {"WWW-Authenticate": exc.challenge or "Bearer"})
+    if isinstance(exc, Forbidden) and exc.challenge:
+        return error_response(exc.status, str(exc), {"WWW-Authenticate": exc.challenge})
     return error_response(exc.status, str(exc))
 
 

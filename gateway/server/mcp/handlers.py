@@ -132,7 +132,7 @@ def _entries(catalog: Catalog) -> dict[str, dict[str, Any]]:
 
 def _visible_key(caller: Caller, session: str | None) -> tuple[Any, ...]:
     """What of a caller decides which tools it sees (what ``may_use`` reads, and whether it names a session)."""
-    return "mcp:visible", caller.auth, caller.key is not None, caller.toolsets, bool(session)
+    return "mcp:visible", caller.reach, bool(session)
 
 
 def _session(headers: Mapping[str, str], meta: Any) -> str | None:
@@ -159,6 +159,8 @@ def _context(headers: Mapping[str, str], caller: Caller, request_id: Any, meta: 
         side="client" if session else "server",  # a named page runs scope-all tools
         surface="mcp",
         caller=caller.name,
+        client_id=caller.client_id,
+        issuer=caller.issuer,
         traceparent=_meta_text(meta, TRACEPARENT_META) or headers.get("traceparent"),
         client=client,
     )

@@ -174,7 +174,7 @@ class McpSurface:
         """Leave the caller in the scope for the handlers; False once a refused key was answered (401)."""
         client = scope.get("client")
         try:
-            scope[SCOPE_KEY] = authenticate(self.gateway.settings, headers, client[0] if client else None)
+            scope[SCOPE_KEY] = await authenticate(self.gateway, headers, client[0] if client else None, mcp=True)
         except Unauthorized as exc:
             refused(Request(scope), exc)
             await gateway_error(exc)(scope, receive, send)

@@ -59,7 +59,7 @@ class RestCalls:
         ``Retry-After`` and the result when a rate limit refused it; a refusal raises its ``GatewayError``."""
         sent = first_headers(scope)
         client = scope.get("client")
-        caller = authenticate(self.settings, sent, client[0] if client else None)
+        caller = await authenticate(self.gateway, sent, client[0] if client else None)
         catalog = self.gateway.catalog
         tool = caller.tool(catalog, tool_id)
         body = await receive_body(scope, receive, sent.get("content-length", ""), self.settings.max_body_bytes)
@@ -72,6 +72,8 @@ class RestCalls:
             side="client" if session else "server",  # a named page runs scope-all tools
             surface="rest",
             caller=caller.name,
+            client_id=caller.client_id,
+            issuer=caller.issuer,
             traceparent=sent.get("traceparent"),
         )
         result = await invoke(catalog, tool.id, arguments, context)

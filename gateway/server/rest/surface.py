@@ -53,9 +53,9 @@ class RestApi:
         self.settings = gateway.settings
         self.calls = calls
 
-    def caller(self, request: Request, *, required: bool = True) -> Caller:
+    async def caller(self, request: Request, *, required: bool = True) -> Caller:
         client = request.client.host if request.client else None
-        return authenticate(self.settings, request.headers, client, required=required)
+        return await authenticate(self.gateway, request.headers, client, required=required)
 
     async def healthz(self, request: Request) -> Response:
         return json_response({"status": "ok"})
@@ -64,12 +64,12 @@ class RestApi:
         """Summary for anyone (the plugins only to a key holder when auth is on); the definitions directory and the
         last reload's problems for admins only; each tool's SLO figures (``tools_slo``) to anyone with auth off,
         to admin keys only with it on."""
-        caller = self.caller(request, required=False)
+        caller = await self.caller(request, required=False)
         catalog = self.gateway.catalog
         last = self.gateway.last_reload
         body: dict[str, Any] = {"status": "ok", "version": catalog.version, "tools": len(catalog.tools),
                                 "last_reload_ok": last.ok}
-        if not caller.auth or caller.key is not None:  # installed software and its versions: not for anonymous eyes
+        if not caller.auth or caller.authenticated:  # installed software and its versions: not for anonymous eyes
             body["plugins"] = [{"name": p.name, "distribution": p.distribution, "version": p.version}
                                for p in catalog.plugins]
             body["sources"] = list(catalog.sources)  # upstreams (openapi, mcp): kind, tools, health, last refresh
@@ -90,7 +90,7 @@ class RestApi:
     async def list_tools(self, request: Request) -> Response:
         """``{"tools": [...]}``; ``?format=`` gives a provider's declarations, ``?toolset=``/``?tag=`` filter.
         gzip-compressed for a client that accepts it (``compression``)."""
-        caller = self.caller(request)
+        caller = await self.caller(request)
         catalog = self.gateway.catalog
         headers = _cache_headers(catalog, LISTING_VARY)
         # The gzip body is another representation, so another strong ETag (RFC 9110 8.8.3); either one names this
@@ -115,7 +115,7 @@ class RestApi:
 
         if toolsets or tags:
             recent = catalog.memo("rest:filtered", Recent)
-            key = (fmt, caller.toolsets, tuple(toolsets), tuple(tags), gzip)
+            key = (fmt, caller.reach, tuple(toolsets), tuple(tags), gzip)
             made = recent.get(key)
             if made is None:
                 def filtered() -> tuple[bytes, bool]:
@@ -126,8 +126,8 @@ class RestApi:
             body, packed = made
             if packed:
                 headers = zipped
-        else:  # the common case: one body per catalog, format and key's toolsets, and its gzip beside it
-            key = ("rest", fmt, caller.toolsets)
+        else:  # the common case: one body per catalog, format and caller's reach, and its gzip beside it
+            key = ("rest", fmt, caller.reach)
             body = catalog.memoised(key) or await _off_loop(lambda: catalog.memo(key, listing))
             if gzip and len(body) >= MIN_BYTES:
                 plain = body
@@ -137,7 +137,7 @@ class RestApi:
         return Response(body, headers=headers, media_type="application/json")
 
     async def get_tool(self, request: Request) -> Response:
-        caller = self.caller(request)
+        caller = await self.caller(request)
         catalog = self.gateway.catalog
         tool = caller.tool(catalog, request.path_params["tool_id"])
         headers = _cache_headers(catalog, "Authorization")
