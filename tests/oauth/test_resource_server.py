@@ -7,9 +7,9 @@ import json
 
 import httpx
 import pytest
-from conftest import AUDIENCE, bearer
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from oauth_support import AUDIENCE, bearer
 
 from gateway.settings import hash_key
 
