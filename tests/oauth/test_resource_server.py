@@ -148,3 +148,20 @@ async def test_the_mcp_sdk_client_with_a_token_sees_its_tools(issuer, gateway_fo
             result = await session.call_tool("whoami", {})
     assert tools == {"whoami", "pay"}
     assert json.loads(result.content[0].text)["user"] == "alice"
+
+
+def test_mcp_asks_for_the_scope_a_tool_needs(issuer, gateway_for):
+    """On /mcp, a tools/call of a tool a scope would earn is an HTTP 403 with the step-up challenge (path-based
+    metadata), where MCP clients look for it; a tool no scope earns stays an unknown tool."""
+    bob = issuer.token(sub="bob", audience=f"{AUDIENCE}/mcp", scope="tools", groups=["support"])
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "pay", "arguments": {"amount": 1}}}
+    headers = {**bearer(bob), "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+    with gateway_for(issuer) as served:
+        refused = httpx.post(f"{served.url}/mcp", json=call, headers=headers)
+        unknown = httpx.post(f"{served.url}/mcp", headers=headers, json={**call, "params": {
+            "name": "no_such_tool", "arguments": {}}})
+    assert refused.status_code == 403
+    assert 'error="insufficient_scope"' in refused.headers["www-authenticate"]
+    assert 'scope="tools finance"' in refused.headers["www-authenticate"]
+    assert f'{AUDIENCE}/.well-known/oauth-protected-resource/mcp"' in refused.headers["www-authenticate"]
+    assert unknown.status_code != 403 and "www-authenticate" not in unknown.headers

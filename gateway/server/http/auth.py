@@ -114,12 +114,18 @@ class Caller:
         tool = catalog.tools.get(tool_id)
         if tool is not None and self.may_use(tool):
             return tool
-        if tool is not None and self.identity is not None and self.oauth is not None:
-            needed = tuple(s for s in step_up_scopes(self.oauth, tool.definition.toolsets)
-                           if s not in self.identity.scopes)
-            if needed:
-                raise self.insufficient(needed, f"Tool '{tool_id}' needs the scope {' '.join(needed)}.")
+        if tool is not None:
+            self.step_up(tool)
         raise unknown_tool(tool_id, [t.id for t in catalog.tools.values() if self.may_use(t)])
+
+    def step_up(self, tool: Tool) -> None:
+        """``InsufficientScope`` when this token may not use ``tool`` but a scope its user may grant would earn it
+        (a rule of scopes alone); nothing otherwise."""
+        if self.identity is None or self.oauth is None or self.may_use(tool):
+            return
+        needed = tuple(s for s in step_up_scopes(self.oauth, tool.definition.toolsets) if s not in self.identity.scopes)
+        if needed:
+            raise self.insufficient(needed, f"Tool '{tool.id}' needs the scope {' '.join(needed)}.")
 
     def insufficient(self, needed: tuple[str, ...], message: str) -> InsufficientScope:
         """The 403 asking for ``needed`` on top of the scopes the token holds (a client asks for all it needs)."""

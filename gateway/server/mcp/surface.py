@@ -45,7 +45,7 @@ from ...catalog.snapshot import Catalog
 from ...errors import BadRequest, GatewayError, Unauthorized
 from ...runtime.gateway import Gateway
 from ...schema.argerrors import got
-from ..http.auth import SCOPE_KEY, authenticate
+from ..http.auth import SCOPE_KEY, Caller, authenticate
 from ..http.bodies import first_headers, parse_json, receive_body
 from ..http.errors import dumps, gateway_error, refused
 from ..http.sending import VARY_ORIGIN, adding
@@ -160,7 +160,9 @@ class McpSurface:
             body = await receive_body(scope, receive, headers.get("content-length", ""),
                                       self.gateway.settings.max_body_bytes)
             message = screen_message(body)
+            _step_up(scope[SCOPE_KEY], self.gateway.catalog, message)
         except GatewayError as exc:
+            refused(Request(scope), exc)
             await _jsonrpc_error(exc, scope, receive, refusing)
             return True
         scope[BODY_KEY] = body
@@ -220,10 +222,24 @@ class InvalidRequest(BadRequest):
 
 
 async def _jsonrpc_error(exc: GatewayError, scope: Scope, receive: Receive, send: Send) -> None:
-    """A refused message, answered as JSON-RPC does when it cannot tell the request's id: ``"id": null``."""
+    """A refused message, answered as JSON-RPC does when it cannot tell the request's id: ``"id": null`` (a
+    step-up's 403 with its challenge)."""
     code = INVALID_REQUEST if isinstance(exc, InvalidRequest) or exc.status != 400 else PARSE_ERROR
     body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": str(exc)}}
-    await Response(dumps(body), exc.status, media_type="application/json")(scope, receive, send)
+    challenge = getattr(exc, "challenge", None)
+    await Response(dumps(body), exc.status, {"WWW-Authenticate": challenge} if challenge else None,
+                   media_type="application/json")(scope, receive, send)
+
+
+def _step_up(caller: Caller, catalog: Catalog, message: Any) -> None:
+    """A ``tools/call`` of a tool the caller's token could earn with another scope: a 403 asking for it, at the
+    HTTP level, where MCP clients look for a step-up (the authorization spec's scope challenge)."""
+    if caller.identity is None or type(message) is not dict or message.get("method") != "tools/call":
+        return
+    params = message.get("params")
+    tool = catalog.tools.get(params.get("name")) if type(params) is dict and type(params.get("name")) is str else None
+    if tool is not None:
+        caller.step_up(tool)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
