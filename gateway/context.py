@@ -20,6 +20,25 @@ CONTEXT_PARAMETERS = frozenset({"context", "conversation_id", "user", "tool_call
                                 *TALKING_PARAMETERS})
 
 
+class SubjectToken:
+    """The caller's own access token, kept for one purpose: to exchange it (RFC 8693) for a token an upstream
+    accepts. Never sent upstream as it is (MCP forbids token passthrough), and never shown: its repr and str say
+    only that it is there, so a context printed in a log line or a traceback leaks nothing."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str):
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "SubjectToken(<hidden>)"
+
+    __str__ = __repr__
+
+
 @dataclass(frozen=True)
 class CallContext:
     conversation_id: str | None = None
@@ -32,6 +51,7 @@ class CallContext:
     caller: str | None = None  # the name of the API key the call came with, or oauth:<user> (None with auth off)
     client_id: str | None = None  # with an OAuth access token: the client it was issued to, and its issuer
     issuer: str | None = None
+    subject_token: SubjectToken | None = None  # that OAuth caller's token, for token exchange (never passed on)
     traceparent: str | None = None  # the caller's W3C trace context, when it sent one
     client: ClientChannel = SILENT  # what the tool may say to its caller while it runs (gateway.client_channel)
 

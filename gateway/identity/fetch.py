@@ -12,6 +12,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 MAX_REDIRECTS = 3
+DISCOVERY_MAX_BYTES = 262_144
 
 
 class FetchFailed(Exception):
@@ -59,3 +60,29 @@ async def _fetch(client: httpx.AsyncClient, url: str, max_bytes: int) -> Any:
             raise FetchFailed(f"{url}: expected a JSON object")
         return document
     raise FetchFailed(f"{url}: more than {MAX_REDIRECTS} redirects")
+
+
+def discovery_urls(issuer: str) -> list[str]:
+    """Where an issuer's metadata may be: OpenID Connect's (``<issuer>/.well-known/openid-configuration``), then
+    RFC 8414's, which puts the well-known part before the issuer's path."""
+    parts = urlsplit(issuer)
+    path = parts.path.rstrip("/")
+    return [f"{issuer.rstrip('/')}/.well-known/openid-configuration",
+            f"{parts.scheme}://{parts.netloc}/.well-known/oauth-authorization-server{path}"]
+
+
+async def discover(client: httpx.AsyncClient, issuer: str, timeout_s: float) -> dict[str, Any]:
+    """The issuer's metadata document; ``FetchFailed`` naming each place tried when none is its own."""
+    problems = []
+    for url in discovery_urls(issuer):
+        try:
+            document = await fetch_json(client, url, max_bytes=DISCOVERY_MAX_BYTES, timeout_s=timeout_s)
+        except FetchFailed as exc:
+            problems.append(str(exc))
+            continue
+        # RFC 8414 §3.3: a document naming another issuer is not this issuer's (a mix-up attack).
+        if document.get("issuer") != issuer:
+            problems.append(f"{url}: names issuer {str(document.get('issuer'))[:200]!r}")
+            continue
+        return document
+    raise FetchFailed("no discovery document: " + "; ".join(problems))

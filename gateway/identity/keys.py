@@ -16,21 +16,10 @@ from jwt import PyJWK
 from jwt.exceptions import PyJWKError
 
 from .config import OAuthConfig
-from .fetch import FetchFailed, fetch_json
+from .fetch import FetchFailed, discover, fetch_json
 
 log = logging.getLogger("gateway.identity")
-DISCOVERY_MAX_BYTES = 262_144
 NO_KEYS_RETRY_S = 1.0  # with no key held yet, how soon a failed fetch is tried again
-
-
-def discovery_urls(issuer: str) -> list[str]:
-    """Where an issuer's metadata may be: OpenID Connect's (``<issuer>/.well-known/openid-configuration``), then
-    RFC 8414's, which puts the well-known part before the issuer's path."""
-    parts = urlsplit(issuer)
-    path = parts.path.rstrip("/")
-    base = f"{parts.scheme}://{parts.netloc}"
-    return [f"{issuer.rstrip('/')}/.well-known/openid-configuration",
-            f"{base}/.well-known/oauth-authorization-server{path}"]
 
 
 class IssuerKeys:
@@ -77,22 +66,7 @@ class IssuerKeys:
 
     async def _jwks_uri(self, client: httpx.AsyncClient) -> str:
         if not self.metadata:
-            problems = []
-            for url in discovery_urls(self.config.issuer):
-                try:
-                    document = await fetch_json(client, url, max_bytes=DISCOVERY_MAX_BYTES,
-                                                timeout_s=self.config.jwks.timeout_s)
-                except FetchFailed as exc:
-                    problems.append(str(exc))
-                    continue
-                # RFC 8414 §3.3: a document naming another issuer is not this issuer's (a mix-up attack).
-                if document.get("issuer") != self.config.issuer:
-                    problems.append(f"{url}: names issuer {str(document.get('issuer'))[:200]!r}")
-                    continue
-                self.metadata = document
-                break
-            else:
-                raise FetchFailed("no discovery document: " + "; ".join(problems))
+            self.metadata = await discover(client, self.config.issuer, self.config.jwks.timeout_s)
         uri = self.metadata.get("jwks_uri")
         if not isinstance(uri, str) or urlsplit(uri).scheme not in ("https", "http"):
             raise FetchFailed("the discovery document names no jwks_uri")

@@ -104,25 +104,26 @@ class ChatLoop:
         return self.providers[choice.provider], choice.model
 
     async def turn(self, catalog: Catalog, request: ChatRequest, caller: MayUse | None = None,
-                   caller_name: str | None = None) -> Turn:
+                   who: Mapping[str, Any] | None = None) -> Turn:
         """Prepare one request of a turn: everything that can be refused (``InvalidRequest``, ``UnknownModel``)
-        is refused here."""
+        is refused here. ``who``: the ``CallContext`` fields naming the caller (``caller``: the principal; an OAuth
+        caller's ``client_id``, ``issuer``, ``subject_token``), given to every tool call of the turn."""
         rules = sum(1 for tool in catalog.tools.values() if tool.definition.offer)
         if len(request.latest_user_text) * max(rules, 1) > INLINE_OFFER_CHARS:
             # Offer rules are matched in linear time, but a long message times many rules still adds up (RE2 at
             # its slowest allowed pattern: ~100 ms per rule over 20,000 characters, ~7 ms over 2,000); RE2
             # releases the GIL, so a worker thread keeps the event loop free.
-            turn = await asyncio.to_thread(Turn, self, catalog, request, caller, caller_name)
+            turn = await asyncio.to_thread(Turn, self, catalog, request, caller, who or {})
         else:
-            turn = Turn(self, catalog, request, caller, caller_name)
+            turn = Turn(self, catalog, request, caller, who or {})
         await turn.accept()
         return turn
 
     async def complete(self, catalog: Catalog, request: ChatRequest, caller: MayUse | None = None,
-                       caller_name: str | None = None) -> Finished:
+                       who: Mapping[str, Any] | None = None) -> Finished:
         """Run one request and return only its outcome."""
         finished = None
-        async for event in (await self.turn(catalog, request, caller, caller_name)).run():
+        async for event in (await self.turn(catalog, request, caller, who)).run():
             if isinstance(event, Finished):
                 finished = event
         assert finished is not None
@@ -131,14 +132,15 @@ class ChatLoop:
 
 class Turn:
     def __init__(self, loop: ChatLoop, catalog: Catalog, request: ChatRequest, caller: MayUse | None,
-                 caller_name: str | None):
+                 who: Mapping[str, Any]):
         self.loop = loop
         self.catalog = catalog
         self.request = request
         self.provider, self.model = loop.provider_for(request.model)
         self.offer: Offer = choose_tools(catalog, request, loop.config.chat, self.provider.tool_format,
                                          self.provider.declare_caller_tool, caller)
-        self.principal = (caller_name, request.user, request.conversation_id)
+        self.who = who
+        self.principal = (who.get("caller"), request.user, request.conversation_id)
         self.trace: list[ToolExecution] = []
         self.texts: list[str] = []
         self.usage: Counter[str] = Counter()
@@ -147,7 +149,7 @@ class Turn:
         # This request on the event stream; the tracer hands its span's traceparent to what it starts (headers).
         self.activity = Activity("chat", {
             "provider": config.name, "provider_kind": config.kind, "model": self.model, "surface": "chat",
-            "caller": caller_name, "conversation_id": request.conversation_id, "traceparent": request.traceparent})
+            "caller": who.get("caller"), "conversation_id": request.conversation_id, "traceparent": request.traceparent})
 
     async def accept(self) -> None:
         """Expand handed-back messages and take the caller's results (they pass through their tools' filters,
@@ -297,7 +299,7 @@ class Turn:
         # A call's trace context is this request's span when it is traced, else what the caller sent.
         return CallContext(conversation_id=self.request.conversation_id, user=self.request.user,
                            tool_call_id=call_id, side=side, metadata=dict(self.request.metadata), surface="chat",
-                           caller=self.principal[0],
+                           **self.who,
                            traceparent=self.activity.headers.get("traceparent") or self.request.traceparent)
 
     async def hand_back(self, calls: tuple[ToolCall, ...], answers: list[dict[str, Any]], model: str) -> Finished:

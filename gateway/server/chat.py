@@ -94,7 +94,7 @@ class ChatEndpoint:
             # The provider's own `user` field (abuse monitoring) carries the same effective user, never a spoof.
             params = {**chat.params, "user": user} if "user" in chat.params and user else chat.params
             chat = dataclasses.replace(chat, user=user, params=params, traceparent=request.headers.get("traceparent"))
-            turn = await self.loop.turn(self.gateway.catalog, chat, caller, caller.name)
+            turn = await self.loop.turn(self.gateway.catalog, chat, caller, caller.who())
             completion = Completion(turn.model, chat.include_usage)
             events = turn.run()
             if not chat.stream:

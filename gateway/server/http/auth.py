@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...catalog.snapshot import Catalog, Tool
+from ...context import SubjectToken
 from ...errors import Forbidden, Unauthorized, UnknownTool
 from ...identity.config import OAuthConfig
 from ...identity.grants import Identity, TokenRefused, step_up_scopes
@@ -54,6 +55,7 @@ class Caller:
     loopback: bool
     auth: bool  # whether this server requires credentials
     identity: Identity | None = None  # the person behind an OAuth access token
+    token: SubjectToken | None = None  # that token, for exchanges at the issuer (never sent on as it is)
     oauth: OAuthConfig | None = None  # the settings that checked it: for step-up answers
     mcp: bool = False  # the request came to /mcp: its metadata is the path-based one
 
@@ -69,13 +71,14 @@ class Caller:
             return self.key.name
         return OAUTH_PRINCIPAL + self.identity.user if self.identity is not None else None
 
-    @property
-    def client_id(self) -> str | None:
-        return self.identity.client_id if self.identity is not None else None
-
-    @property
-    def issuer(self) -> str | None:
-        return self.identity.issuer if self.identity is not None else None
+    def who(self) -> dict[str, Any]:
+        """The ``CallContext`` fields that say who calls: the principal, and an OAuth caller's client, issuer and
+        token (for exchanges)."""
+        identity = self.identity
+        if identity is None:
+            return {"caller": self.name}
+        return {"caller": self.name, "client_id": identity.client_id, "issuer": identity.issuer,
+                "subject_token": self.token}
 
     @property
     def reach(self) -> tuple[Any, ...]:
@@ -182,7 +185,7 @@ async def authenticate(gateway: Gateway, headers: Mapping[str, str], client_host
         identity = await gateway.identity.identity(presented)
     except TokenRefused as exc:
         raise _refusal(settings, mcp, "invalid_token", str(exc)) from None
-    caller = Caller(None, loopback, auth=True, identity=identity, oauth=oauth, mcp=mcp)
+    caller = Caller(None, loopback, auth=True, identity=identity, token=SubjectToken(presented), oauth=oauth, mcp=mcp)
     missing = tuple(scope for scope in oauth.required_scopes if scope not in identity.scopes)
     if missing:
         raise caller.insufficient(missing, f"This gateway needs the scope {' '.join(missing)}.")

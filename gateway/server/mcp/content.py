@@ -164,8 +164,8 @@ class McpContent:
 
 
 def _context(ctx: ServerRequestContext[Any], caller: Caller) -> CallContext:
-    return CallContext(user=caller.user(ctx.request.headers.get("x-user")), surface="mcp", caller=caller.name,
-                       client_id=caller.client_id, issuer=caller.issuer, tool_call_id=str(ctx.request_id))
+    return CallContext(user=caller.user(ctx.request.headers.get("x-user")), surface="mcp",
+                       tool_call_id=str(ctx.request_id), **caller.who())
 
 
 def _listing(entries: dict[str, Any]) -> list[Any]:

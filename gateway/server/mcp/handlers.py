@@ -158,9 +158,7 @@ def _context(headers: Mapping[str, str], caller: Caller, request_id: Any, meta: 
         session=session,
         side="client" if session else "server",  # a named page runs scope-all tools
         surface="mcp",
-        caller=caller.name,
-        client_id=caller.client_id,
-        issuer=caller.issuer,
+        **caller.who(),
         traceparent=_meta_text(meta, TRACEPARENT_META) or headers.get("traceparent"),
         client=client,
     )

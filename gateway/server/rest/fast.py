@@ -71,9 +71,7 @@ class RestCalls:
             session=session,
             side="client" if session else "server",  # a named page runs scope-all tools
             surface="rest",
-            caller=caller.name,
-            client_id=caller.client_id,
-            issuer=caller.issuer,
+            **caller.who(),
             traceparent=sent.get("traceparent"),
         )
         result = await invoke(catalog, tool.id, arguments, context)
