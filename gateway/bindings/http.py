@@ -45,7 +45,7 @@ from ..upstream.http import (
     read_capped,
     retry_after,
 )
-from . import Bound, BuildEnv
+from . import Bound, BuildEnv, httpauth
 from .httpspec import UNSENDABLE_IN_HEADER, HttpBinding, cookie_pairs, parse, text
 from .jsonselect import SelectionMissing
 
@@ -67,9 +67,9 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
             raise ToolError(f"Tool '{binding.tool_id}' cannot run: {exc}.") from None
         scope = {"args": arguments, "secrets": values, "context": _context(context)}
         if client_factory is not None:
-            return await call(binding, client_factory(), scope, deadline, events)
+            return await call(binding, client_factory(), scope, deadline, events, context)
         async with new_client() as client:  # no running gateway (the CLI): a client for this call alone
-            return await call(binding, client, scope, deadline, events)
+            return await call(binding, client, scope, deadline, events, context)
 
     return Bound(executor=execute)
 
@@ -92,15 +92,23 @@ class _Rendered:
 
 
 async def call(binding: HttpBinding, client: httpx.AsyncClient, scope: Mapping[str, Any], deadline: float,
-               events: EventBus = NULL_BUS) -> Any:
+               events: EventBus = NULL_BUS, context: CallContext | None = None) -> Any:
     """One call of an HTTP-bound tool with rendered ``scope``, its attempts ending by ``deadline`` (event loop
     time); every failure raises ``ToolError``. Secrets are redacted from the result and from errors. Each request
-    sent (each attempt, each redirect hop) is an ``upstream`` activity on ``events``."""
+    sent (each attempt, each redirect hop) is an ``upstream`` activity on ``events``. With ``auth:``, the token
+    for the caller of ``context`` goes in Authorization (``httpauth``)."""
     hidden = list(scope["secrets"].items())  # (label, value): the secrets, then credentials built from them
+    authorization = None
+    if binding.auth is not None:
+        authorization, credentials = await httpauth.bearer(binding.tool_id, binding.auth, client,
+                                                           context or CallContext())
+        hidden += credentials
     try:
         rendered = await run_bounded(lambda: _request(binding, scope), deadline)
         hidden += rendered.credentials
         request = client.build_request(binding.method, rendered.url, headers=rendered.headers, **rendered.options)
+        if authorization is not None:
+            request.headers["Authorization"] = authorization
         response, body = await _send(binding, client, request, deadline, events)
         value = secret_store.redact_value(_answer(binding, request, response, body, hidden), hidden)
         shape = binding.response

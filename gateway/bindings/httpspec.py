@@ -31,7 +31,8 @@ from ..templates.compile import (
     is_template,
 )
 from ..upstream.address import base_url
-from . import BindingProblems, BuildEnv
+from ..upstream.tokens import TokenSource
+from . import BindingProblems, BuildEnv, httpauth
 from .jsonselect import Selector, SelectorInvalid, compile_selector
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
@@ -117,6 +118,7 @@ class HttpBinding:
     allow_redirect_hosts: frozenset[str]
     response: ResponseShape
     secrets: frozenset[str]
+    auth: TokenSource | None = None  # the token from an identity provider sent as Authorization (httpauth)
 
 
 class _Problems:
@@ -147,6 +149,10 @@ def parse(definition: ToolDefinition, env: BuildEnv) -> HttpBinding:
     body_kind = next((kind for kind in ("json", "form", "text") if kind in spec), None)
     body = problems.compile((body_kind,), spec[body_kind], typed=body_kind != "text") if body_kind else None
     response = _response(spec.get("response", {}), problems)
+    auth = httpauth.parse(definition, spec["auth"], env, problems.add) if "auth" in spec else None
+    if auth is not None and any(name.lower() == "authorization" for name, _ in headers):
+        problems.add(("headers",), "an Authorization header beside 'auth': the token 'auth' gets is sent in it; "
+                                   "keep one of the two")
 
     if definition.source is None:  # a generated binding's keys are a document's names: data, sent as written
         for part in ("query", "form", "headers", "json"):
@@ -185,6 +191,7 @@ def parse(definition: ToolDefinition, env: BuildEnv) -> HttpBinding:
         allow_redirect_hosts=frozenset(host.lower() for host in spec.get("allow_redirect_hosts", ())),
         response=response,
         secrets=frozenset(secret_names),
+        auth=auth,
     )
 
 

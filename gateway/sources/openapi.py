@@ -158,7 +158,7 @@ def _convert(declaration: SourceDeclaration, label: str, data: bytes, env: Sourc
         return (), tuple(problems)
     settings = declaration.settings
     operations = Operations(document.data, security=settings.get("security") or {},
-                            server_url=settings.get("server_url"), document_url=document_url)
+                            server_url=settings.get("server_url"), document_url=document_url, auth=settings.get("auth"))
     bound = env.settings.source_max_tools
     if (count := operations.count()) > bound:  # refused before converting: 100,000 operations took 30 s and 500 MB
         raise Unreadable(f"{label} declares {count:,} operations, more than {bound:,}, the bound of setting "

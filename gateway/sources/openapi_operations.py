@@ -71,11 +71,14 @@ class Operations:
     severity) for the caller to locate."""
 
     def __init__(self, data: Mapping[str, Any], *, security: Mapping[str, str], server_url: str | None,
-                 document_url: str | None):
+                 document_url: str | None, auth: Mapping[str, Any] | None = None):
         self.data = data
         self.converter = Converter(data, openapi_30=str(data.get("openapi", "")).startswith("3.0"))
         self.problems = self.converter.problems
         self.security_values = security
+        # The source's ``auth:`` (tokens from an identity provider), given to every operation's binding: it
+        # satisfies the document's bearer, OAuth 2 and OpenID Connect schemes.
+        self.auth = auth
         self.server_url = server_url
         self.document_url = document_url
         self.unsatisfied: dict[str, int] = {}  # security scheme without a value -> operations that needed it
@@ -164,6 +167,8 @@ class Operations:
             http["query"] = query
         if headers:
             http["headers"] = headers
+        if self.auth:
+            http["auth"] = self.auth
         schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
         if required:
             schema["required"] = required
@@ -299,17 +304,27 @@ class Operations:
         http[kind] = argument(name)
         return True
 
+    def _by_auth(self, name: str) -> bool:
+        """Whether the source's ``auth:`` stands for security scheme ``name``: a bearer token of any kind."""
+        scheme = self._scheme(name)
+        kind = scheme.get("type")
+        return bool(self.auth) and (kind in ("oauth2", "openIdConnect") or (
+            kind == "http" and str(scheme.get("scheme", "")).lower() == "bearer"))
+
     def _security(self, operation: Mapping[str, Any], where: Path, query: dict[str, Any],
                   headers: dict[str, Any], cookies: list[str]) -> None:
         options = self._requirements(operation)
         if not options:
             return
-        chosen = next((r for r in options if all(name in self.security_values for name in r)), None)
+        chosen = next((r for r in options if all(name in self.security_values or self._by_auth(name) for name in r)),
+                      None)
         if chosen is None:
             for name in options[0]:
                 self.unsatisfied[name] = self.unsatisfied.get(name, 0) + 1
             return
         for name in chosen:
+            if name not in self.security_values:  # the source's auth: sends its token
+                continue
             scheme = self._scheme(name)
             value = self.security_values[name]
             kind = scheme.get("type")

@@ -1,0 +1,157 @@
+"""Access tokens the gateway gets for an upstream, per the ``auth:`` of an HTTP binding or an OpenAPI source:
+
+    token_exchange       RFC 8693: the calling person's own token, exchanged at the identity provider for one meant
+                         for this upstream (``audience`` / ``resource``, ``scope``): the upstream sees that person,
+                         and never the token the caller sent the gateway (MCP forbids passing it through)
+    client_credentials   RFC 6749 §4.4: the gateway's own service account
+
+Both post to the token endpoint (``token_endpoint``, else the one the ``issuer``'s discovery document names —
+by default the ``oauth`` setting's issuer), authenticated as ``client_id`` with ``client_secret`` (a
+``{{ secrets.NAME }}``), by HTTP Basic or in the form (``client_auth: post``). A token is kept until shortly before
+it expires: exchanged ones per person (by the digest of the caller's token), the service account's once; one
+request at a time per key, however many calls wait for it. Tokens and secrets never appear in a message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ..identity.fetch import FetchFailed, discover
+
+EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+ACCESS_TOKEN = "urn:ietf:params:oauth:token-type:access_token"
+MAX_ANSWER_BYTES = 65_536
+MARGIN_S = 30.0  # a token this close to its end is renewed first: it would expire on the way
+DEFAULT_LIFETIME_S = 300.0  # a token endpoint that does not say expires_in: kept this long
+KEPT = 10_000  # tokens kept, the least recently used forgotten first
+TIMEOUT_S = 10.0
+
+
+class TokenUnavailable(Exception):
+    """No token could be had; the message says why for the admin and the model, with no credential in it."""
+
+
+@dataclass(frozen=True)
+class AuthSpec:
+    """One ``auth:`` declaration, checked (``gateway.bindings.httpauth`` parses it)."""
+
+    grant: str  # "token_exchange" | "client_credentials"
+    client_id: str
+    secret_name: str  # the environment variable holding the client secret
+    token_endpoint: str | None = None
+    issuer: str | None = None
+    audience: str | None = None
+    resource: str | None = None
+    scope: str | None = None
+    client_auth: str = "basic"  # or "post"
+
+
+class TokenSource:
+    """Tokens for one ``auth:`` declaration; shared by the calls of a catalog's tools that declare the same."""
+
+    def __init__(self, spec: AuthSpec):
+        self.spec = spec
+        self._kept: OrderedDict[bytes, tuple[str, float]] = OrderedDict()
+        self._pending: dict[bytes, asyncio.Future[tuple[str, float]]] = {}
+        self._endpoint: str | None = spec.token_endpoint
+
+    async def token(self, client: httpx.AsyncClient, secret: str, subject: str | None) -> str:
+        """A token for the upstream; ``subject``: the caller's own token (token exchange), else None."""
+        if self.spec.grant == "token_exchange" and subject is None:
+            raise TokenUnavailable("it acts as the calling person, whose OAuth access token is exchanged for the "
+                                   "upstream's: call it with an access token (an API key has no person's token)")
+        key = hashlib.sha256((subject or "").encode()).digest()
+        kept = self._kept.get(key)
+        if kept is not None and time.time() < kept[1] - MARGIN_S:
+            self._kept.move_to_end(key)
+            return kept[0]
+        pending = self._pending.get(key)
+        if pending is None or pending.get_loop() is not asyncio.get_running_loop():
+            pending = asyncio.get_running_loop().create_task(self._fetch(client, secret, subject))
+            self._pending[key] = pending
+            pending.add_done_callback(lambda _: self._pending.pop(key, None))
+        token, expires_at = await asyncio.shield(pending)
+        self._kept[key] = (token, expires_at)
+        if len(self._kept) > KEPT:
+            self._kept.popitem(last=False)
+        return token
+
+    async def _fetch(self, client: httpx.AsyncClient, secret: str, subject: str | None) -> tuple[str, float]:
+        spec = self.spec
+        form: dict[str, str] = {"grant_type": EXCHANGE if spec.grant == "token_exchange" else "client_credentials"}
+        if subject is not None:
+            form |= {"subject_token": subject, "subject_token_type": ACCESS_TOKEN,
+                     "requested_token_type": ACCESS_TOKEN}
+        form |= {name: value for name, value in (("audience", spec.audience), ("resource", spec.resource),
+                                                  ("scope", spec.scope)) if value}
+        auth = None
+        if spec.client_auth == "post":
+            form |= {"client_id": spec.client_id, "client_secret": secret}
+        else:  # RFC 6749 §2.3.1: both form-encoded before they are joined
+            auth = httpx.BasicAuth(quote(spec.client_id, safe=""), quote(secret, safe=""))
+        endpoint = await self._token_endpoint(client)
+        started = time.time()
+        try:
+            async with asyncio.timeout(TIMEOUT_S), client.stream(
+                    "POST", endpoint, data=form, auth=auth, headers={"Accept": "application/json"}) as answer:
+                body = await _read(answer)
+        except TimeoutError:
+            raise TokenUnavailable(f"the token endpoint {endpoint} did not answer within {TIMEOUT_S:g} s") from None
+        except httpx.HTTPError as exc:
+            raise TokenUnavailable(f"the token endpoint {endpoint} cannot be reached ({type(exc).__name__})") from None
+        return _issued(endpoint, answer.status_code, body, started)
+
+    async def _token_endpoint(self, client: httpx.AsyncClient) -> str:
+        if self._endpoint is None:
+            assert self.spec.issuer is not None  # the parse makes sure one of the two is known
+            try:
+                metadata = await discover(client, self.spec.issuer, TIMEOUT_S)
+            except FetchFailed as exc:
+                raise TokenUnavailable(f"the identity provider's token endpoint is unknown: {exc}") from None
+            endpoint = metadata.get("token_endpoint")
+            if not isinstance(endpoint, str) or not endpoint.startswith(("https://", "http://")):
+                raise TokenUnavailable(f"the discovery document of {self.spec.issuer} names no token_endpoint")
+            self._endpoint = endpoint
+        return self._endpoint
+
+
+async def _read(answer: httpx.Response) -> bytes:
+    body = bytearray()
+    async for chunk in answer.aiter_bytes():
+        body += chunk
+        if len(body) > MAX_ANSWER_BYTES:
+            raise TokenUnavailable(f"the token endpoint's answer is larger than {MAX_ANSWER_BYTES:,} bytes")
+    return bytes(body)
+
+
+def _issued(endpoint: str, status: int, body: bytes, started: float) -> tuple[str, float]:
+    """The token and when it expires, from a token endpoint's answer (RFC 6749 §5.1, RFC 8693 §2.2)."""
+    import json
+
+    try:
+        answer: Any = json.loads(body)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, Mapping):
+        raise TokenUnavailable(f"the token endpoint {endpoint} answered HTTP {status} without a JSON object")
+    if status != 200:
+        # RFC 6749 §5.2: error and error_description are for the client's developer; never a token.
+        error = str(answer.get("error", "unknown error"))[:100]
+        description = str(answer.get("error_description", ""))[:300]
+        raise TokenUnavailable(f"the token endpoint {endpoint} refused: {error}" + (f" ({description})" if description else ""))
+    token = answer.get("access_token")
+    if not isinstance(token, str) or not token or any(ch in token for ch in "\r\n"):
+        raise TokenUnavailable(f"the token endpoint {endpoint} answered without a usable access_token")
+    lifetime = answer.get("expires_in")
+    if isinstance(lifetime, bool) or not isinstance(lifetime, (int, float)) or lifetime <= 0:
+        lifetime = DEFAULT_LIFETIME_S
+    return token, started + float(lifetime)
