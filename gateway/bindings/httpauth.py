@@ -62,7 +62,8 @@ async def bearer(tool_id: str, source: TokenSource, client: httpx.AsyncClient,
         secret = secret_store.resolve([source.spec.secret_name])[source.spec.secret_name]
     except secret_store.SecretsMissing as exc:
         raise ToolError(f"Tool '{tool_id}' cannot run: {exc}.") from None
-    subject = context.subject_token.reveal() if context.subject_token is not None else None
+    exchanging = source.spec.grant == "token_exchange" and context.subject_token is not None
+    subject = context.subject_token.reveal() if exchanging else None
     hidden = [(source.spec.secret_name, secret)] + ([("caller token", subject)] if subject is not None else [])
     try:
         token = await source.token(client, secret, subject)

@@ -66,7 +66,9 @@ class TokenSource:
 
     async def token(self, client: httpx.AsyncClient, secret: str, subject: str | None) -> str:
         """A token for the upstream; ``subject``: the caller's own token (token exchange), else None."""
-        if self.spec.grant == "token_exchange" and subject is None:
+        if self.spec.grant != "token_exchange":
+            subject = None  # the service account's token is everyone's: never keyed or asked by a person's
+        elif subject is None:
             raise TokenUnavailable("it acts as the calling person, whose OAuth access token is exchanged for the "
                                    "upstream's: call it with an access token (an API key has no person's token)")
         key = hashlib.sha256((subject or "").encode()).digest()

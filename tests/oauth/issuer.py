@@ -6,6 +6,7 @@ real authorization server and real clients are in tests/identity/."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
 import uuid
 from collections import Counter
@@ -56,6 +57,8 @@ class Issuer:
     jwks_padding: int = 0  # bytes of filler in the JWKS answer
     named_issuer: str | None = None  # what the discovery document says the issuer is (default: itself)
     asked: Counter[str] = field(default_factory=Counter)
+    clients: dict[str, str] = field(default_factory=lambda: {"gateway": "gateway-secret"})  # id -> secret
+    grants: list[dict[str, str]] = field(default_factory=list)  # each token request's form, secrets left out
 
     def token(self, *, sub: str = "alice", audience: str | list[str] = "", scope: str = "", key: SigningKey | None = None,
               lifetime_s: float = 300, header: dict[str, Any] | None = None, **claims: Any) -> str:
@@ -84,7 +87,45 @@ class Issuer:
                 body["padding"] = "x" * self.jwks_padding
             return JSONResponse(body)
 
-        return Starlette(routes=[Route("/.well-known/openid-configuration", discovery), Route("/jwks", jwks)])
+        async def token(request: Request) -> Response:
+            """client_credentials and token exchange (RFC 8693), for clients of ``clients`` (HTTP Basic or form)."""
+            self.asked["token"] += 1
+            form = dict(await request.form())
+            client_id, secret = _client(request, form)
+            self.grants.append({k: v for k, v in form.items() if k != "client_secret"} | {"client": client_id})
+            if self.clients.get(client_id) != secret:
+                return JSONResponse({"error": "invalid_client", "error_description": "unknown client"}, 401)
+            audience = form.get("audience") or form.get("resource") or ""
+            if form.get("grant_type") == "client_credentials":
+                return _issued(self.token(sub=client_id, audience=audience, scope=form.get("scope", ""),
+                                          client_id=client_id))
+            if form.get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange":
+                return JSONResponse({"error": "unsupported_grant_type"}, 400)
+            try:
+                subject = jwt.decode(form.get("subject_token", ""), self.keys[0].private.public_key(),
+                                     algorithms=["RS256"], options={"verify_aud": False}, issuer=self.url)
+            except jwt.InvalidTokenError:
+                return JSONResponse({"error": "invalid_grant", "error_description": "subject_token refused"}, 400)
+            return _issued(self.token(sub=subject["sub"], audience=audience, scope=form.get("scope", ""),
+                                      client_id=client_id, act={"sub": client_id}))
+
+        return Starlette(routes=[Route("/.well-known/openid-configuration", discovery), Route("/jwks", jwks),
+                                 Route("/token", token, methods=["POST"])])
+
+
+def _client(request: Request, form: dict[str, Any]) -> tuple[str, str]:
+    basic = request.headers.get("authorization", "")
+    if basic.lower().startswith("basic "):
+        from urllib.parse import unquote
+
+        name, _, secret = base64.b64decode(basic[6:]).decode().partition(":")
+        return unquote(name), unquote(secret)
+    return str(form.get("client_id", "")), str(form.get("client_secret", ""))
+
+
+def _issued(token: str) -> Response:
+    return JSONResponse({"access_token": token, "token_type": "Bearer", "expires_in": 300,
+                         "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"})
 
 
 @contextmanager
