@@ -125,8 +125,10 @@ def free_socket() -> socket.socket:
     return sock
 
 
-def start_server(app: Any, *, lifespan: str = "off") -> ServerThread:
-    sock = free_socket()
+def start_server(app: Any, *, lifespan: str = "off", sock: socket.socket | None = None) -> ServerThread:
+    """``app`` served on ``sock`` (a ``free_socket()`` whose address the app's settings had to know first), else on
+    a fresh one."""
+    sock = sock or free_socket()
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -139,8 +141,8 @@ def start_server(app: Any, *, lifespan: str = "off") -> ServerThread:
 
 
 @contextmanager
-def serving(app: Any, *, lifespan: str = "off") -> Iterator[ServerThread]:
-    running = start_server(app, lifespan=lifespan)
+def serving(app: Any, *, lifespan: str = "off", sock: socket.socket | None = None) -> Iterator[ServerThread]:
+    running = start_server(app, lifespan=lifespan, sock=sock)
     try:
         yield running
     finally:
