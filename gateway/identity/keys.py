@@ -31,6 +31,7 @@ class IssuerKeys:
         self._tried_at = -float("inf")  # the last attempt, failed or not: what bounds refetches
         self._pending: asyncio.Task[None] | None = None
         self.fetches = 0
+        self.last_error: str | None = None  # why the last fetch failed; None once one succeeds
 
     async def key(self, kid: str | None) -> PyJWK | None:
         """The key a token names (a token without ``kid`` may use the issuer's only key)."""
@@ -60,9 +61,17 @@ class IssuerKeys:
                 document = await fetch_json(client, uri, max_bytes=bounds.max_bytes, timeout_s=bounds.timeout_s)
             self._keys = self._parse(document, uri)
             self._fetched_at = time.monotonic()
+            self.last_error = None
         except FetchFailed as exc:
+            self.last_error = str(exc)
             log.warning("cannot fetch the signing keys of OAuth issuer %s: %s (keeping %d key(s) held)",
                         self.config.issuer, exc, len(self._keys))
+
+    def status(self) -> dict[str, Any]:
+        """For ``/status`` (admins): the keys held, their age, the fetches made and the last failure."""
+        age = time.monotonic() - self._fetched_at
+        return {"issuer": self.config.issuer, "keys": len(self._keys), "keys_age_s": round(age, 1) if self._keys else None,
+                "fetches": self.fetches, "last_error": self.last_error}
 
     async def _jwks_uri(self, client: httpx.AsyncClient) -> str:
         if not self.metadata:

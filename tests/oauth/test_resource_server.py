@@ -165,3 +165,14 @@ def test_mcp_asks_for_the_scope_a_tool_needs(issuer, gateway_for):
     assert 'scope="tools finance"' in refused.headers["www-authenticate"]
     assert f'{AUDIENCE}/.well-known/oauth-protected-resource/mcp"' in refused.headers["www-authenticate"]
     assert unknown.status_code != 403 and "www-authenticate" not in unknown.headers
+
+
+def test_status_tells_admins_about_the_issuers_keys(issuer, gateway_for):
+    carol = issuer.token(sub="carol", audience=AUDIENCE, roles=["gateway-admin"])
+    alice = issuer.token(sub="alice", audience=AUDIENCE, scope="tools")
+    with gateway_for(issuer) as served:
+        admin = httpx.get(f"{served.url}/status", headers=bearer(carol)).json()
+        other = httpx.get(f"{served.url}/status", headers=bearer(alice)).json()
+    assert admin["oauth"]["issuer"] == issuer.url and admin["oauth"]["keys"] == 2
+    assert admin["oauth"]["last_error"] is None and admin["oauth"]["fetches"] >= 1
+    assert "oauth" not in other
