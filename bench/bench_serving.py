@@ -114,7 +114,7 @@ class Scenario:
 
     def call(self, host: str, request_id: int, session: str | None) -> bytes:
         if self.protocol is None:
-            return _post(host, self.path, json.dumps(ARGUMENTS).encode(), {})
+            return _post(host, self.path, json.dumps(ARGUMENTS).encode(), _credentials())
         params: dict = {"name": "sum", "arguments": ARGUMENTS}
         headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": self.protocol}
         if self.protocol == MODERN:
@@ -136,6 +136,12 @@ SCENARIOS = {
     "mcp 2026": ("gateway", Scenario("/mcp", MODERN)),
     "fastmcp 2026": ("fastmcp", Scenario("/mcp", MODERN)),
 }
+
+
+def _credentials() -> dict[str, str]:
+    """``Authorization`` for a bench whose gateway needs one (bench_identity.py): its value in BENCH_AUTHORIZATION."""
+    value = os.environ.get("BENCH_AUTHORIZATION")
+    return {"Authorization": value} if value else {}
 
 
 def _post(host: str, path: str, body: bytes, headers: dict[str, str]) -> bytes:
