@@ -8,7 +8,6 @@ tool of that upstream for that person until it expires.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,10 +17,9 @@ from .. import secrets as secret_store
 from ..context import CallContext
 from ..definitions.model import ToolDefinition
 from ..errors import ToolError
+from ..identity.config import SECRET
 from ..upstream.tokens import AuthSpec, TokenSource, TokenUnavailable
 from . import BuildEnv
-
-SECRET = re.compile(r"\{\{-?\s*secrets\.([A-Za-z_][A-Za-z0-9_]*)\s*-?\}\}")
 
 
 def parse(definition: ToolDefinition, spec: Mapping[str, Any], env: BuildEnv,

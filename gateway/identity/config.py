@@ -16,6 +16,10 @@ protected-resource metadata), checked when the settings load.
         - {roles: [gateway-admin], admin: true, toolsets: "*"}
       jwks: {cache_s: 300, refresh_min_s: 30, max_bytes: 65536, max_keys: 20, timeout_s: 5}
       max_token_bytes: 16384
+      introspection:                           # RFC 7662, for opaque (non-JWT) access tokens
+        client_id: tool-gateway
+        client_secret: "{{ secrets.INTROSPECTION_SECRET }}"
+        cache_s: 60                            # an answer is kept this long at most (revocation shows then)
 
 This module is pure data: fetching the keys and checking tokens are ``keys`` and ``tokens``.
 """
@@ -23,6 +27,7 @@ This module is pure data: fetching the keys and checking tokens are ``keys`` and
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,8 +39,9 @@ ASYMMETRIC = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES
 DEFAULT_LEEWAY_S = 30.0
 MAX_LEEWAY_S = 300.0
 KNOWN = {"issuer", "audience", "user_claim", "algorithms", "leeway_s", "required_scopes", "scopes_supported",
-         "groups_claim", "roles_claim", "rules", "jwks", "jwks_uri", "max_token_bytes"}
+         "groups_claim", "roles_claim", "rules", "jwks", "jwks_uri", "max_token_bytes", "introspection"}
 RULE_KEYS = {"scope", "groups", "roles", "claim", "toolsets", "admin"}
+SECRET = re.compile(r"\{\{-?\s*secrets\.([A-Za-z_][A-Za-z0-9_]*)\s*-?\}\}")  # the one form a secret is written in
 
 
 class OAuthInvalid(ValueError):
@@ -53,6 +59,17 @@ class JwksBounds:
     max_bytes: int = 65_536
     max_keys: int = 20
     timeout_s: float = 5.0
+
+
+@dataclass(frozen=True)
+class Introspection:
+    """How opaque tokens are checked: at the issuer's introspection endpoint (its discovery document's, unless
+    ``endpoint``), as client ``client_id`` whose secret is the environment variable ``secret_name``."""
+
+    client_id: str
+    secret_name: str
+    endpoint: str | None = None
+    cache_s: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -89,6 +106,7 @@ class OAuthConfig:
     jwks: JwksBounds = field(default_factory=JwksBounds)
     jwks_uri: str | None = None  # skips discovery when the issuer publishes none
     max_token_bytes: int = 16_384
+    introspection: Introspection | None = None
 
     @property
     def mcp_resource(self) -> str:
@@ -144,6 +162,7 @@ def parse(value: Any) -> OAuthConfig | None:
         rules=None if rules is None else tuple(_rule(rule, f"oauth.rules[{i}]") for i, rule in enumerate(rules)),
         jwks=_bounds(value.get("jwks") or {}), jwks_uri=value.get("jwks_uri"),
         max_token_bytes=int(_number(value.get("max_token_bytes", 16_384), "oauth.max_token_bytes", 512, 65_536)),
+        introspection=None if value.get("introspection") is None else _introspection(value["introspection"]),
     )
 
 
@@ -189,6 +208,19 @@ def _rule(value: Any, where: str) -> Rule:
     if rule.toolsets == () and not rule.admin:
         raise OAuthInvalid(f"setting '{where}': grants nothing; give it toolsets (a list, or \"*\") or admin: true")
     return rule
+
+
+def _introspection(value: Any) -> Introspection:
+    where = "oauth.introspection"
+    if not isinstance(value, Mapping) or set(value) - {"client_id", "client_secret", "endpoint", "cache_s"}:
+        raise OAuthInvalid(f"setting '{where}': expected {{client_id, client_secret, endpoint, cache_s}}")
+    secret = SECRET.fullmatch(str(value.get("client_secret", "")))
+    if not isinstance(value.get("client_id"), str) or not value["client_id"] or secret is None:
+        raise OAuthInvalid(f"setting '{where}': needs client_id and client_secret as {{{{ secrets.NAME }}}}")
+    if value.get("endpoint") is not None:
+        _url(value["endpoint"], f"{where}.endpoint")
+    return Introspection(client_id=value["client_id"], secret_name=secret[1], endpoint=value.get("endpoint"),
+                         cache_s=_number(value.get("cache_s", 60), f"{where}.cache_s", 0, 3_600))
 
 
 def _bounds(value: Any) -> JwksBounds:

@@ -24,7 +24,7 @@ class Identity:
     scopes: frozenset[str]
     toolsets: tuple[str, ...] | None
     admin: bool
-    expires_at: float
+    expires_at: float  # until when the check holds (a JWT's exp and the leeway; an introspection's cache_s)
 
     def allows(self, tool_toolsets: tuple[str, ...]) -> bool:
         return self.toolsets is None or bool(set(self.toolsets) & set(tool_toolsets))

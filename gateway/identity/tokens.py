@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
 
 import jwt
 from jwt.exceptions import (
@@ -25,6 +27,7 @@ from jwt.exceptions import (
 
 from .config import OAuthConfig
 from .grants import Identity, TokenRefused, claim, grant, scopes_of
+from .introspect import Introspector
 from .keys import IssuerKeys
 
 REMEMBERED = 4_096  # tokens whose check is kept: bounded, the oldest forgotten first
@@ -33,17 +36,19 @@ MAX_USER_CHARS = 256
 
 
 class Verifier:
-    def __init__(self, config: OAuthConfig):
+    def __init__(self, config: OAuthConfig, secret: Callable[[str], str] | None = None):
+        """``secret``: the value of a secret by name, for introspection's client secret."""
         self.config = config
         self.keys = IssuerKeys(config)
         self._checked: OrderedDict[bytes, Identity] = OrderedDict()
+        self.introspector = Introspector(config, secret) if config.introspection and secret else None
 
     async def identity(self, token: str) -> Identity:
         if len(token) > self.config.max_token_bytes:
             raise TokenRefused(f"The access token is larger than {self.config.max_token_bytes:,} bytes.")
         digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
         known = self._checked.get(digest)
-        if known is not None and time.time() < known.expires_at + self.config.leeway_s:
+        if known is not None and time.time() < known.expires_at:
             self._checked.move_to_end(digest)
             return known
         identity = await self._check(token)
@@ -55,7 +60,11 @@ class Verifier:
     async def _check(self, token: str) -> Identity:
         config = self.config
         if token.count(".") != 2:
-            raise TokenRefused("The access token is not a JWT (opaque tokens are not accepted).")
+            if self.introspector is None:
+                raise TokenRefused("The access token is not a JWT (opaque tokens are not accepted).")
+            claims = await self.introspector.claims(token)
+            # Kept no longer than cache_s, so that a revoked token stops working within that.
+            return self._identity(claims, min(float(claims["exp"]), time.time() + self.introspector.setting.cache_s))
         try:
             header = jwt.get_unverified_header(token)
         except InvalidTokenError:
@@ -87,6 +96,11 @@ class Verifier:
             raise TokenRefused(f"The access token has no '{exc.claim}' claim.") from None
         except InvalidTokenError:
             raise TokenRefused("The access token's signature or claims are invalid.") from None
+        return self._identity(claims, float(claims["exp"]) + config.leeway_s)
+
+    def _identity(self, claims: dict[str, Any], expires_at: float) -> Identity:
+        """Who the checked claims name, and what the rules grant them; remembered until ``expires_at``."""
+        config = self.config
         user = claim(claims, config.user_claim)
         if not isinstance(user, str) or not user or len(user) > MAX_USER_CHARS:
             raise TokenRefused(f"The access token's '{config.user_claim}' claim does not name a user.")
@@ -94,4 +108,4 @@ class Verifier:
         toolsets, admin = grant(config, claims, scopes)
         client_id = claims.get("client_id", claims.get("azp"))
         return Identity(user=user, issuer=config.issuer, client_id=str(client_id)[:MAX_USER_CHARS] if client_id else None,
-                        scopes=scopes, toolsets=toolsets, admin=admin, expires_at=float(claims["exp"]))
+                        scopes=scopes, toolsets=toolsets, admin=admin, expires_at=expires_at)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .. import secrets as secret_store
 from ..bindings import BuildEnv
 from ..catalog.build import build_catalog
 from ..catalog.snapshot import Catalog
@@ -40,6 +41,14 @@ def _shared_state(settings: Settings) -> SharedState:
                               "missing; install it with: pip install 'tool-gateway[cluster]'") from None
 
 
+def _secret(settings: Settings, name: str) -> str:
+    """A secret the settings name (introspection's client secret), under the rule every secret follows."""
+    refused = secret_store.refusal(name, settings)
+    if refused is not None:
+        raise LookupError(refused)
+    return secret_store.resolve([name])[name]
+
+
 class Gateway:
     def __init__(self, settings: Settings):
         self.settings = settings
@@ -57,7 +66,7 @@ class Gateway:
         if settings.oauth is not None:
             from ..identity.tokens import Verifier  # jwt and its cryptography: only where tokens are accepted
 
-            self.identity = Verifier(settings.oauth)
+            self.identity = Verifier(settings.oauth, secret=lambda name: _secret(settings, name))
         # Builds run in threads of their own and read the caches the engine hands them: it must exist before the
         # first build starts.
         self.rebuilder = Rebuilder(settings.definitions, self._build, self.events)
