@@ -165,7 +165,7 @@ def _convert(declaration: SourceDeclaration, label: str, data: bytes, env: Sourc
                          "source_max_tools: raise it to serve this source")
     tools = operations.tools()
     problems += located(document, operations.problems, label)
-    for scheme, count in sorted(operations.unsatisfied.items()):
+    for scheme, count in sorted(operations.security.unsatisfied.items()):
         problems.append(declaration.problem(["openapi"], f"{count} operation(s) need security scheme '{scheme}': "
                                                          f"give its value in `security: {{{scheme}: ...}}` (they "
                                                          "are called without it)", key=True, severity="warning"))

@@ -20,10 +20,7 @@ Binding: ``method``; ``url`` = the server URL (``server_url``, else the operatio
 each ``{param}`` a ``{{ args.param }}`` (percent-encoded as one segment by the binding); ``query`` and
 ``headers`` templates, the cookie parameters (each left out when omitted or null) and an apiKey cookie in one
 ``Cookie`` header, whose values the binding encodes as one cookie-value each; ``json`` (or ``form``) body.
-Security: the first of the operation's requirements whose schemes the source gives values for (``security:
-{scheme: "{{ secrets.X }}"}``): apiKey → its header, query parameter or cookie; http bearer (and
-oauth2/openIdConnect) → ``Authorization: Bearer <value>``; http basic → ``Authorization: Basic base64(<value>)``
-with the value written ``user:password``.
+Security: ``gateway.sources.openapi_security``.
 """
 
 from __future__ import annotations
@@ -38,6 +35,7 @@ from ..definitions.header_rules import is_routing, is_sendable, is_transport
 from ..errors import Problem
 from .expansion import UpstreamTool
 from .openapi_schema import Converter, Path
+from .openapi_security import Security, literal, object_or_empty
 
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 LOCATIONS = ("path", "query", "header", "cookie")
@@ -45,7 +43,6 @@ LOCATIONS = ("path", "query", "header", "cookie")
 IGNORED_HEADERS = frozenset({"accept", "content-type", "authorization"})
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PATH_PARAMETER = re.compile(r"\{([^{}/]+)\}")
-_TEMPLATE = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 
 
 def argument(name: str) -> str:
@@ -75,14 +72,11 @@ class Operations:
         self.data = data
         self.converter = Converter(data, openapi_30=str(data.get("openapi", "")).startswith("3.0"))
         self.problems = self.converter.problems
-        self.security_values = security
-        # The source's ``auth:`` (tokens from an identity provider), given to every operation's binding: it
-        # satisfies the document's bearer, OAuth 2 and OpenID Connect schemes.
+        # The source's ``auth:`` (tokens from an identity provider), given to every operation's binding.
         self.auth = auth
+        self.security = Security(data, self.converter, security, bool(auth), self._problem)
         self.server_url = server_url
         self.document_url = document_url
-        self.unsatisfied: dict[str, int] = {}  # security scheme without a value -> operations that needed it
-        self.schemes: dict[str, Mapping[str, Any]] = {}  # security scheme name -> its object, resolved
 
     def count(self) -> int:
         """How many operations the document declares (what ``tools`` would convert), without converting them."""
@@ -102,7 +96,7 @@ class Operations:
             if not isinstance(item, Mapping):
                 continue
             item, item_path = self.converter.resolve(item, ("paths", route))
-            item = _object(item)
+            item = object_or_empty(item)
             for method in METHODS:
                 operation = item.get(method)
                 if isinstance(operation, Mapping):
@@ -127,7 +121,7 @@ class Operations:
         headers: dict[str, Any] = {}
         cookies: list[str] = []
         path_arguments: dict[str, str] = {}
-        credentials = self._credentials(operation)
+        credentials = self.security.credentials(operation)
         for parameter, at in self._parameters(item, operation, where):
             location, original = parameter["in"], parameter["name"]
             if location == "header" and original.lower() in IGNORED_HEADERS:
@@ -159,7 +153,7 @@ class Operations:
                                                   for index, piece in enumerate(pieces))
         if not self._body(operation, where, properties, required, http):
             return None
-        self._security(operation, where, query, headers, cookies)
+        self.security.apply(operation, query, headers, cookies)
         if cookies:
             headers["Cookie"] = "; ".join(cookies)
         http["url"] = url
@@ -195,28 +189,6 @@ class Operations:
         if name.lower() == "cookie":  # a second Cookie header beside the cookie parameters' and the scheme's
             return "would be a second Cookie header: cookies are parameters `in: cookie`"
         return None
-
-    def _credentials(self, operation: Mapping[str, Any]) -> dict[tuple[str, str], str]:
-        """(in, lower-cased name) → scheme, for every apiKey scheme the operation's security requirements name,
-        whether or not the source gives its value: a credential is the admin's to give, never the model's."""
-        found = {}
-        for requirement in self._requirements(operation):
-            for name in requirement:
-                scheme = self._scheme(name)
-                if scheme.get("type") == "apiKey" and scheme.get("in") in ("header", "query", "cookie"):
-                    found[scheme["in"], str(scheme.get("name", name)).lower()] = name
-        return found
-
-    def _requirements(self, operation: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-        requirements = operation.get("security", self.data.get("security"))
-        return [r for r in requirements if isinstance(r, Mapping)] if isinstance(requirements, list) else []
-
-    def _scheme(self, name: str) -> Mapping[str, Any]:
-        if name not in self.schemes:  # resolved once: a broken $ref is one problem, not one per operation
-            schemes = _object(_object(self.data.get("components")).get("securitySchemes"))
-            self.schemes[name] = _object(self.converter.resolve(schemes.get(name, {}),
-                                                                ("components", "securitySchemes", name))[0])
-        return self.schemes[name]
 
     def _server(self, operation: Mapping[str, Any], item: Mapping[str, Any], where: Path) -> str | None:
         if self.server_url:
@@ -260,7 +232,7 @@ class Operations:
         content = parameter.get("content")
         if schema is None and isinstance(content, Mapping) and content:
             media = next(iter(content))
-            schema, schema_at = _object(content[media]).get("schema", {}), (*at, "content", media, "schema")
+            schema, schema_at = object_or_empty(content[media]).get("schema", {}), (*at, "content", media, "schema")
         converted = self.converter.convert(schema if schema is not None else {}, schema_at)
         description = parameter.get("description")
         if description and isinstance(converted, dict) and "description" not in converted:
@@ -276,8 +248,8 @@ class Operations:
         if raw is None:
             return True
         body, at = self.converter.resolve(raw, (*where, "requestBody"))
-        body = _object(body)
-        content = _object(body.get("content"))
+        body = object_or_empty(body)
+        content = object_or_empty(body.get("content"))
         media = next((m for m in content if _is_json(m)), None)
         kind = "json"
         if media is None:
@@ -289,7 +261,7 @@ class Operations:
             self._problem(at, f"request body media type(s) {', '.join(content) or 'none'} are not supported "
                               f"(JSON and form only): the operation is {severity}")
             return not body_required
-        schema = self.converter.convert(_object(content[media]).get("schema", {}), (*at, "content", media, "schema"))
+        schema = self.converter.convert(object_or_empty(content[media]).get("schema", {}), (*at, "content", media, "schema"))
         own_required = schema.get("required") if isinstance(schema, dict) else None
         own_required = [name for name in own_required if isinstance(name, str)] if isinstance(own_required, list) else []
         if _flat(schema) and not set(schema["properties"]) & set(properties) and (body_required or not own_required):
@@ -303,72 +275,6 @@ class Operations:
             required.append(name)
         http[kind] = argument(name)
         return True
-
-    def _by_auth(self, name: str) -> bool:
-        """Whether the source's ``auth:`` stands for security scheme ``name``: a bearer token of any kind."""
-        scheme = self._scheme(name)
-        kind = scheme.get("type")
-        return bool(self.auth) and (kind in ("oauth2", "openIdConnect") or (
-            kind == "http" and str(scheme.get("scheme", "")).lower() == "bearer"))
-
-    def _security(self, operation: Mapping[str, Any], where: Path, query: dict[str, Any],
-                  headers: dict[str, Any], cookies: list[str]) -> None:
-        options = self._requirements(operation)
-        if not options:
-            return
-        chosen = next((r for r in options if all(name in self.security_values or self._by_auth(name) for name in r)),
-                      None)
-        if chosen is None:
-            for name in options[0]:
-                self.unsatisfied[name] = self.unsatisfied.get(name, 0) + 1
-            return
-        for name in chosen:
-            if name not in self.security_values:  # the source's auth: sends its token
-                continue
-            scheme = self._scheme(name)
-            value = self.security_values[name]
-            kind = scheme.get("type")
-            if kind == "apiKey":
-                place, key = scheme.get("in"), str(scheme.get("name", name))
-                if place == "query":
-                    query[key] = value
-                elif place == "cookie":
-                    cookies.append(f"{literal(key)}={value}")
-                else:
-                    headers[key] = value
-            elif kind == "http" and str(scheme.get("scheme", "")).lower() == "basic":
-                headers["Authorization"] = f"Basic {{{{ ({_expression(value)}) | b64encode }}}}"
-            elif kind in ("http", "oauth2", "openIdConnect"):
-                headers["Authorization"] = f"Bearer {value}"
-            else:
-                self._problem(("components", "securitySchemes", name),
-                              f"security scheme '{name}' of type {kind!r} is not supported: calls go without it")
-
-
-def literal(text: str) -> str:
-    """A document's ``text`` as template text that renders as itself: with every ``{`` an expression, no ``{{``,
-    ``{%`` or ``{#`` in a path, a server URL or a name can start a template (a document is data, as arguments
-    are). In a URL's scheme, host or port that is a template, which the http binding refuses."""
-    return text.replace("{", '{{ "{" }}')
-
-
-def _expression(value: str) -> str:
-    """A text with ``{{ ... }}`` parts (``{{ secrets.U }}:{{ secrets.P }}``) as one Jinja expression."""
-    parts, last = [], 0
-    for match in _TEMPLATE.finditer(value):
-        if match.start() > last:
-            parts.append(json.dumps(value[last:match.start()]))
-        parts.append(f"({match.group(1).strip()})")
-        last = match.end()
-    if last < len(value):
-        parts.append(json.dumps(value[last:]))
-    return " ~ ".join(parts) or '""'
-
-
-def _object(value: Any) -> Mapping[str, Any]:
-    """An OpenAPI object where one is expected; anything else (a document written wrong) reads as empty."""
-    return value if isinstance(value, Mapping) else {}
-
 
 def _is_json(media: str) -> bool:
     kind = media.split(";")[0].strip().lower()

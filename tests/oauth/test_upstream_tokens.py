@@ -4,6 +4,7 @@ token the identity provider exchanged for the caller's (the API records whose), 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,6 +73,17 @@ tools:
 """
 
 
+CRM_SOURCE = """\
+sources:
+  - id: crm
+    prefix: crm_
+    openapi:
+      spec: crm.json
+      auth:
+        token_exchange: {{client_id: gateway, client_secret: "{{{{ secrets.GW_SECRET }}}}", audience: {aud}}}
+"""
+
+
 @pytest.fixture
 def upstream(issuer: Issuer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Api, str]]:
     monkeypatch.setenv("GW_SECRET", "gateway-secret")
@@ -79,7 +91,15 @@ def upstream(issuer: Issuer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     issuer.grants.clear()
     with serving(api.app()) as server:
         (tmp_path / "api.yaml").write_text(TOOLS.format(api=server.url, aud=API), encoding="utf-8")
-        oauth = parse({"issuer": issuer.url, "audience": AUDIENCE, "jwks": {"refresh_min_s": 0}})
+        document = {"openapi": "3.1.0", "info": {"title": "CRM", "version": "1"}, "servers": [{"url": server.url}],
+                    "components": {"securitySchemes": {"crm": {"type": "oauth2", "flows": {}}}},
+                    "security": [{"crm": []}],
+                    "paths": {"/me": {"get": {"operationId": "whoAmI", "responses": {"200": {"description": "ok"}}}}}}
+        (tmp_path / "crm.json").write_text(json.dumps(document), encoding="utf-8")
+        (tmp_path / "crm.yaml").write_text(CRM_SOURCE.format(aud=API), encoding="utf-8")
+        oauth = parse({"issuer": issuer.url, "audience": AUDIENCE, "jwks": {"refresh_min_s": 0},
+                       "rules": [{"scope": "tools", "toolsets": "*"},
+                                 {"roles": ["gateway-admin"], "admin": True, "toolsets": "*"}]})
         keys = (_api_key({"name": "robot", "sha256": hash_key("robot-key")}),)
         with running(tmp_path, oauth=oauth, api_keys=keys) as served:
             yield api, served.url
@@ -139,3 +159,15 @@ def test_a_refusing_identity_provider_is_an_error_result_without_secrets(issuer,
     assert answer["is_error"] and "refused: invalid_client" in answer["text"]
     assert "a-wrong-secret-value" not in answer["text"] and alice not in answer["text"]
     assert api.authorizations == []
+
+
+
+def test_an_openapi_source_sends_each_person_an_exchanged_token(issuer, upstream):
+    """An OpenAPI document whose operation needs OAuth 2 (its 'crm' scheme), served with the source's auth: the
+    generated tool sends alice's exchanged token, and the scheme counts as given (no warning about it)."""
+    _api, url = upstream
+    alice = issuer.token(sub="alice", audience=AUDIENCE, scope="tools")
+    assert _call(url, "crm_whoAmI", alice)["result"]["sub"] == "alice"
+    carol = issuer.token(sub="carol", audience=AUDIENCE, roles=["gateway-admin"])
+    problems = httpx.get(f"{url}/admin/api/problems", headers=bearer(carol)).json()
+    assert "security scheme" not in json.dumps(problems)
