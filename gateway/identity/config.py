@@ -20,6 +20,7 @@ protected-resource metadata), checked when the settings load.
         client_id: tool-gateway
         client_secret: "{{ secrets.INTROSPECTION_SECRET }}"
         cache_s: 60                            # an answer is kept this long at most (revocation shows then)
+      console: {client_id: gateway-console, scopes: [mcp]}   # the admin console signs in here (a public client)
 
 This module is pure data: fetching the keys and checking tokens are ``keys`` and ``tokens``.
 """
@@ -39,7 +40,8 @@ ASYMMETRIC = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES
 DEFAULT_LEEWAY_S = 30.0
 MAX_LEEWAY_S = 300.0
 KNOWN = {"issuer", "audience", "user_claim", "algorithms", "leeway_s", "required_scopes", "scopes_supported",
-         "groups_claim", "roles_claim", "rules", "jwks", "jwks_uri", "max_token_bytes", "introspection"}
+         "groups_claim", "roles_claim", "rules", "jwks", "jwks_uri", "max_token_bytes", "introspection",
+         "console"}
 RULE_KEYS = {"scope", "groups", "roles", "claim", "toolsets", "admin"}
 SECRET = re.compile(r"\{\{-?\s*secrets\.([A-Za-z_][A-Za-z0-9_]*)\s*-?\}\}")  # the one form a secret is written in
 
@@ -92,6 +94,15 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class ConsoleClient:
+    """How the admin console signs in at the issuer: as the public client ``client_id`` (authorization code + PKCE,
+    no secret: a browser keeps none), asking for ``scopes`` (the required ones at least, so its token is accepted)."""
+
+    client_id: str
+    scopes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class OAuthConfig:
     issuer: str
     audience: str
@@ -107,6 +118,7 @@ class OAuthConfig:
     jwks_uri: str | None = None  # skips discovery when the issuer publishes none
     max_token_bytes: int = 16_384
     introspection: Introspection | None = None
+    console: ConsoleClient | None = None
 
     @property
     def mcp_resource(self) -> str:
@@ -149,13 +161,14 @@ def parse(value: Any) -> OAuthConfig | None:
         raise OAuthInvalid(f"setting 'oauth.algorithms': {', '.join(refused) or 'empty'} refused; use asymmetric "
                          f"algorithms only ({', '.join(ASYMMETRIC)})")
     leeway = _number(value.get("leeway_s", DEFAULT_LEEWAY_S), "oauth.leeway_s", 0, MAX_LEEWAY_S)
+    required = _words(value.get("required_scopes", ()), "oauth.required_scopes")
     rules = value.get("rules")
     if rules is not None and not isinstance(rules, list):
         raise OAuthInvalid("setting 'oauth.rules': expected a list of rules like {scope: finance, toolsets: [finance]}")
     return OAuthConfig(
         issuer=issuer, audience=audience, algorithms=algorithms, leeway_s=leeway,
         user_claim=_name(value.get("user_claim", "sub"), "oauth.user_claim"),
-        required_scopes=_words(value.get("required_scopes", ()), "oauth.required_scopes"),
+        required_scopes=required,
         scopes_supported=_words(value.get("scopes_supported", ()), "oauth.scopes_supported"),
         groups_claim=_name(value.get("groups_claim", "groups"), "oauth.groups_claim"),
         roles_claim=_name(value.get("roles_claim", "roles"), "oauth.roles_claim"),
@@ -163,6 +176,7 @@ def parse(value: Any) -> OAuthConfig | None:
         jwks=_bounds(value.get("jwks") or {}), jwks_uri=value.get("jwks_uri"),
         max_token_bytes=int(_number(value.get("max_token_bytes", 16_384), "oauth.max_token_bytes", 512, 65_536)),
         introspection=None if value.get("introspection") is None else _introspection(value["introspection"]),
+        console=None if value.get("console") is None else _console(value["console"], required),
     )
 
 
@@ -221,6 +235,21 @@ def _introspection(value: Any) -> Introspection:
         _url(value["endpoint"], f"{where}.endpoint")
     return Introspection(client_id=value["client_id"], secret_name=secret[1], endpoint=value.get("endpoint"),
                          cache_s=_number(value.get("cache_s", 60), f"{where}.cache_s", 0, 3_600))
+def _console(value: Any, required: tuple[str, ...]) -> ConsoleClient:
+    if not isinstance(value, Mapping) or set(value) - {"client_id", "scopes"}:
+        raise OAuthInvalid("setting 'oauth.console': expected {client_id, scopes}")
+    client_id = value.get("client_id")
+    if not isinstance(client_id, str) or not client_id.isprintable() or not 0 < len(client_id) <= 200:
+        raise OAuthInvalid(f"setting 'oauth.console.client_id': required, the console's client id at the issuer, "
+                         f"got {client_id!r}")
+    scopes = _words(value.get("scopes", required), "oauth.console.scopes")
+    if any(part != "".join(part.split()) for part in scopes):  # scopes travel space-separated
+        raise OAuthInvalid(f"setting 'oauth.console.scopes': a scope has no spaces, got {list(scopes)!r}")
+    missing = [scope for scope in required if scope not in scopes]
+    if missing:
+        raise OAuthInvalid(f"setting 'oauth.console.scopes': must include the required scope(s) {', '.join(missing)}, "
+                         "or the console's token would be refused")
+    return ConsoleClient(client_id, scopes)
 
 
 def _bounds(value: Any) -> JwksBounds:

@@ -18,7 +18,7 @@ async def sign_in(page: Page, url: str, key: str = ADMIN_KEY, route: str = "#/")
     """Open the console at ``route`` and sign in with ``key``; returns once the page behind the form shows."""
     await page.goto(f"{url}/admin/{route}")
     await page.get_by_label("Admin key").fill(key)
-    await page.get_by_role("button", name="Sign in").click()
+    await page.get_by_role("button", name="Sign in", exact=True).click()  # not "Sign in with <issuer>"
     await page.locator("main h1").filter(has_not_text="Sign in").wait_for()
 
 

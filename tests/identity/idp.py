@@ -48,6 +48,14 @@ def confidential_client(client_id: str, redirect_uris: Iterable[str] = ("http://
             "grant_types": ["authorization_code", "refresh_token", "client_credentials", TOKEN_EXCHANGE]}
 
 
+def public_client(client_id: str, redirect_uris: Iterable[str]) -> dict[str, Any]:
+    """A pre-registered public browser client (no secret: ``token_endpoint_auth_method: none``) doing authorization
+    code + PKCE. oidc-provider answers CORS at its token endpoint for such a client from its redirect URIs' origins,
+    so a page there may trade its code itself."""
+    return {"client_id": client_id, "application_type": "web", "token_endpoint_auth_method": "none",
+            "redirect_uris": list(redirect_uris), "grant_types": ["authorization_code"], "response_types": ["code"]}
+
+
 def pkce_pair() -> tuple[str, str]:
     """A PKCE code verifier and its S256 challenge (RFC 7636)."""
     verifier = secrets.token_urlsafe(48)

@@ -1,7 +1,8 @@
 """The admin console: its page (``/admin/``), its assets (``/admin/static/…``) and its API (``/admin/api/…``), and
 ``POST /admin/reload``, which rebuilds the catalog now and answers with the outcome.
 
-Everything but the page and its assets needs an admin key (``Authorization: Bearer <key>``) or, with auth off,
+Everything but the page, its assets and the sign-in's options needs an admin key or an admin's OAuth access token
+(``Authorization: Bearer <key or token>``) or, with auth off,
 a loopback caller (``Caller.check_admin``); writes (every ``POST`` and ``PUT``) need a JSON body and, with auth off,
 the console token too (``writes``), so that no web page can send one. The page asks for the key and keeps it in the tab; the live call
 stream is read with ``fetch`` so that it sends the key as a header too: a key is never put in a URL, where
@@ -10,6 +11,8 @@ proxies and access logs would keep it.
 API (JSON; errors in the gateway's ``{"error", "status"}`` shape):
 
 - ``GET /admin/api/token``: ``{header, token}``, what admin writes carry with auth off (``writes``).
+- ``GET /admin/api/signin`` (public): how the console signs in at the identity provider, ``404`` without
+  ``oauth.console`` (``signin``).
 - ``GET /admin/api/overview``: version, tool count, definitions directory, read-only and why, auth, the last
   reload, plugins (with their tool counts), upstream sources.
 - ``GET /admin/api/tools``, ``GET /admin/api/tools/{id}``: the catalog as the console lists it; one tool in full
@@ -42,20 +45,23 @@ from starlette.types import Scope
 from ...observe.live import STOP
 from ...runtime.gateway import Gateway
 from ..http.auth import Caller, authenticate
-from ..http.errors import dumps, json_response
+from ..http.errors import dumps, error_response, json_response
 from . import catalog as admin_catalog
 from . import edit as admin_edit
 from .files import DefinitionsFiles, NotFound
+from .signin import ConsoleSignIn, SignInUnavailable
 from .writes import TOKEN_HEADER, WriteGuard
 
 STATIC = Path(__file__).resolve().parents[2] / "static" / "admin"
 HEARTBEAT_S = 15.0  # a comment line on an idle stream: proxies keep it open, a client that left is noticed
 # The console holds an admin key: nothing but its own files may run in it, and no other site may frame it.
+# With a sign-in at the identity provider, the page may also post to its token endpoint: that one origin
+# (``signin.origin_of``), never a wildcard.
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+       "connect-src 'self'{connect}; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 PAGE_HEADERS = {
     "Cache-Control": "no-cache",
-    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-                               "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
-                               "form-action 'self'; frame-ancestors 'none'",
+    "Content-Security-Policy": CSP.format(connect=""),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "X-Frame-Options": "DENY",
@@ -81,6 +87,7 @@ def routes(gateway: Gateway) -> list[BaseRoute]:
         Route("/admin/", console.page, methods=["GET"]),
         Mount("/admin/static", app=ConsoleAssets(directory=STATIC, check_dir=False)),
         Route(f"{api}/token", console.token, methods=["GET"]),
+        Route(f"{api}/signin", console.signin, methods=["GET"]),
         Route(f"{api}/overview", console.overview, methods=["GET"]),
         Route(f"{api}/tools", console.tools, methods=["GET"]),
         Route(f"{api}/tools/{{tool_id}}", console.tool, methods=["GET"]),
@@ -99,6 +106,7 @@ class AdminConsole:
         self.settings = gateway.settings
         self.files = DefinitionsFiles.of(gateway.settings)
         self.writes = WriteGuard(gateway.settings.auth_enabled)
+        self.sign_in = ConsoleSignIn(gateway.settings.oauth)
 
     async def admin(self, request: Request, *, write: bool = False) -> Caller:
         """The caller, if it may use admin operations (else 401/403) — and, for a ``write``, if the request is one
@@ -114,6 +122,13 @@ class AdminConsole:
         await self.admin(request)
         return json_response({"header": TOKEN_HEADER, "token": self.writes.token})
 
+    async def signin(self, request: Request) -> Response:
+        """Public: how to sign in at the identity provider (``signin``)."""
+        try:
+            return json_response(await self.sign_in.answer())
+        except SignInUnavailable as exc:  # the issuer's trouble, not a bug: said, not logged as one
+            return error_response(exc.status, str(exc))
+
     async def reload(self, request: Request) -> Response:
         caller = await self.admin(request, write=True)
         self.gateway.events.emit("admin", action="reload", caller=caller.name, detail={})
@@ -125,16 +140,21 @@ class AdminConsole:
         index = STATIC / "index.html"
         if not index.is_file():
             raise NotFound("The admin console's page is not installed.")
-        return FileResponse(index, headers=PAGE_HEADERS, media_type="text/html; charset=utf-8")
+        headers = PAGE_HEADERS
+        token_origin = await self.sign_in.token_origin()
+        if token_origin is not None:
+            headers = {**PAGE_HEADERS, "Content-Security-Policy": CSP.format(connect=" " + token_origin)}
+        return FileResponse(index, headers=headers, media_type="text/html; charset=utf-8")
 
     async def overview(self, request: Request) -> Response:
-        await self.admin(request)
+        caller = await self.admin(request)
         catalog = self.gateway.catalog
         reason = await run_in_threadpool(self.files.read_only_reason)
         per_plugin = admin_catalog.tools_per_plugin(catalog)
         return json_response({
             "version": catalog.version, "tools": len(catalog.tools), "definitions": str(self.settings.definitions),
             "read_only": reason is not None, "read_only_reason": reason, "auth": self.settings.auth_enabled,
+            "user": caller.identity.user if caller.identity is not None else None,  # signed in at the issuer
             "last_reload": self.gateway.last_reload.as_dict(),
             "plugins": [{"name": p.name, "distribution": p.distribution, "version": p.version,
                          "tools": per_plugin.get(p.name, 0)} for p in catalog.plugins],

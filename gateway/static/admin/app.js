@@ -3,6 +3,7 @@
 
 import {ApiError, describe, get, key, refused} from "./api.js";
 import {clear, h, notice} from "./dom.js";
+import * as identity from "./signin.js";
 
 const ROUTES = [
   [/^\/?$/, "catalog", "Catalog", () => import("./catalog.js")],
@@ -19,6 +20,7 @@ const menu = document.getElementById("menu");
 let stopPage = null;
 let overview = null;
 let rendering = 0;
+let signInOptions; // how to sign in at the identity provider: undefined until read, null when there is none
 
 const context = {
   get overview() {
@@ -43,7 +45,8 @@ function showOverview() {
   badge.textContent = count ? String(count) : "";
   badge.setAttribute("aria-label", `${count} problems`);
   document.getElementById("who").hidden = false;
-  document.getElementById("who-text").textContent = overview?.auth ? "Signed in with an admin key" : "Auth off (loopback)";
+  document.getElementById("who-text").textContent = overview?.user ? `Signed in as ${overview.user}`
+    : overview?.auth ? "Signed in with an admin key" : "Auth off (loopback)";
   document.getElementById("sign-out").hidden = !overview?.auth;
 }
 
@@ -104,7 +107,7 @@ async function boot(message) {
   } catch (error) {
     overview = null;
     if (error instanceof ApiError && (error.status === 401 || error.status === 403)) {
-      return signIn(refusal(error));
+      return refuse(error);
     }
     clear(main).append(h("h1", "The console cannot start"), notice("error", describe(error)),
       h("button", {type: "button", onclick: () => boot()}, "Try again"));
@@ -125,15 +128,53 @@ function decodePart(part) {
   }
 }
 
-function refusal(error) {
-  if (!key.get()) return error.status === 401 ? null : error.message;
-  key.clear();
-  return error.status === 401
-    ? `The gateway refused this key: ${error.message}`
-    : `This key may not use the console: ${error.message}`;
+/** Back to the sign-in page, saying why the gateway refused what this tab held (and forgetting it). */
+function refuse(error) {
+  const token = identity.signedInAt();
+  if (!key.get()) return signIn(error.status === 401 ? null : error.message);
+  identity.forget();
+  if (!token) {
+    return signIn(error.status === 401
+      ? `The gateway refused this key: ${error.message}`
+      : `This key may not use the console: ${error.message}`);
+  }
+  if (error.status === 401) return signIn(`Your sign-in has ended: ${error.message} Sign in again.`);
+  if (!/admin/i.test(error.message)) return signIn(`The gateway refused your sign-in: ${error.message}`);
+  // Signing in again would bring back the same account from the identity provider's session: ask it for a fresh one.
+  return signIn(`Your account is not an admin of this gateway, so the console is closed to it. Sign in with an ` +
+    `admin's account, or paste an admin key. (${error.message})`, "error", true);
 }
 
-function signIn(message, kind = "error") {
+async function finishSignIn() {
+  try {
+    await identity.finish();
+  } catch (error) {
+    return signIn(error instanceof identity.SignInFailed ? error.message : describe(error));
+  }
+  return boot();
+}
+
+/** The "Sign in with <issuer>" part of the sign-in page, when the gateway has one; `again`: a fresh account. */
+async function identityProvider(section, again) {
+  try {
+    if (signInOptions === undefined) signInOptions = await identity.options();
+  } catch (error) {
+    section.append(notice("warn", `Signing in at the identity provider is not available: ${describe(error)}`));
+    return;
+  }
+  const signin = signInOptions;
+  if (!signin) return;
+  const status = h("div.sign-in-status");
+  const go = () => identity.start(signin, location.hash || "#/", {again}).catch((error) =>
+    clear(status).append(notice("error", `The sign-in could not start: ${error.message || error}`)));
+  section.append(
+    h("p", "Sign in with your account at ", h("code", signin.issuer), ". The console then holds an access token, " +
+      "in this browser tab only; the gateway decides whether your account is an admin's."),
+    h("button#sign-in-idp", {type: "button", onclick: go}, `Sign in with ${identity.issuerName(signin)}`),
+    status);
+}
+
+function signIn(message, kind = "error", again = false) {
   if (stopPage) {
     stopPage();
     stopPage = null;
@@ -145,25 +186,26 @@ function signIn(message, kind = "error") {
   const input = h("input#admin-key", {type: "password", name: "key", autocomplete: "off",
     required: true, spellcheck: "false", "aria-describedby": "key-help"});
   const status = h("div.sign-in-status");
+  const provider = h("section.sign-in-idp", {"aria-label": "Identity provider"});
   const form = h("form.sign-in", {
     onsubmit: async (event) => {
       event.preventDefault();
       if (!input.value) return;
+      identity.forget();
       key.set(input.value.trim());
       clear(status).append(notice("info", "Checking the key…"));
       await boot();
     },
   },
-  h("h1", "Sign in"),
-  h("p#key-help", "The console needs an admin API key. It is kept in this browser tab only (sessionStorage) and sent as ",
+  h("p#key-help", "With an admin API key: it is kept in this browser tab only (sessionStorage) and sent as ",
     h("code", "Authorization: Bearer"), "; closing the tab forgets it."),
   h("label", {for: "admin-key"}, "Admin key"),
   input,
-  h("button", {type: "submit"}, "Sign in"),
-  status);
-  clear(main).append(form);
+  h("button", {type: "submit"}, "Sign in"));
+  clear(main).append(h("div.sign-in-page", h("h1", "Sign in"), status, provider, form));
   if (message) status.append(notice(kind, message));
   input.focus();
+  identityProvider(provider, again);
 }
 
 function setMenu(open) {
@@ -172,14 +214,16 @@ function setMenu(open) {
 }
 
 refused.addEventListener("refused", (event) => {
+  if (!overview) return; // the sign-in page shows already (a page's requests often fail together)
   overview = null;
-  signIn(refusal(event.detail));
+  refuse(event.detail);
 });
 document.getElementById("sign-out").addEventListener("click", () => {
-  key.clear();
+  const what = identity.signedInAt() ? "access token" : "key";
+  identity.forget();
   overview = null;
   history.replaceState(null, "", "#/");
-  signIn("Signed out. The key was removed from this tab.", "info");
+  signIn(`Signed out. The ${what} was removed from this tab.`, "info");
 });
 menu.addEventListener("click", () => setMenu(menu.getAttribute("aria-expanded") !== "true"));
 document.getElementById("skip").addEventListener("click", (event) => {
@@ -187,4 +231,4 @@ document.getElementById("skip").addEventListener("click", (event) => {
   main.focus();
 });
 window.addEventListener("hashchange", route);
-boot();
+finishSignIn();

@@ -61,7 +61,9 @@ const provider = new Provider(issuer, {
   cookies: { keys: [randomBytes(32).toString('hex')] },
   jwks: { keys: keys.map((key) => key.private) },
   pkce: { required: () => true },
-  ttl: { AccessToken: accessTokenTTL, ClientCredentials: accessTokenTTL, AuthorizationCode: 60, IdToken: 600,
+  // A resource's own `ttl` (resourceServer's accessTokenTTL) first: a number here would override it.
+  ttl: { AccessToken: (ctx, token) => token.resourceServer?.accessTokenTTL ?? accessTokenTTL,
+    ClientCredentials: accessTokenTTL, AuthorizationCode: 60, IdToken: 600,
     Interaction: 600, Session: 3600, Grant: 86400, RefreshToken: 86400 },
   features: {
     devInteractions: { enabled: false },
