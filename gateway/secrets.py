@@ -36,6 +36,11 @@ MIN_REDACTED_LENGTH = 4
 MIN_BASE64_LENGTH = 8
 GATEWAY_PREFIX = "TOOL_GATEWAY_"  # the gateway's own variables (gateway.settings.ENV_PREFIX)
 _known: set[str] = set()
+# Values the gateway obtained rather than read from its environment (the OAuth tokens and registered client
+# secrets of upstream connections), each with the name shown in its place; the latest MAX_CONCEALED are kept.
+_concealed: dict[str, str] = {}
+_concealed_count = 0
+MAX_CONCEALED = 1024
 _known_lock = threading.Lock()
 _logging_redacted = False
 _UPPER_HEX = re.compile(r"%[0-9A-F]{2}")
@@ -197,10 +202,29 @@ def remember(names: Collection[str]) -> None:
             _logging_redacted = True
 
 
+def conceal(values: Iterable[str | None], kind: str) -> None:
+    """Redact these values (credentials the gateway obtained: ``kind`` names them, as ``[secret <kind> N]``)
+    wherever the environment's secrets are redacted — every log record, the call log, the audit trail — from now
+    on."""
+    global _concealed_count, _logging_redacted
+    with _known_lock:
+        for value in values:
+            if value and len(value) >= MIN_REDACTED_LENGTH and value not in _concealed:
+                _concealed_count += 1
+                _concealed[value] = f"{kind} {_concealed_count}"
+        while len(_concealed) > MAX_CONCEALED:
+            del _concealed[next(iter(_concealed))]
+        if not _logging_redacted and _concealed:
+            _redact_log_records()
+            _logging_redacted = True
+
+
 def known_values() -> dict[str, str]:
-    """The current values of every secret named so far."""
+    """The current values of every secret named so far, and of the credentials concealed."""
     environ = os.environ
-    return {name: environ[name] for name in list(_known) if environ.get(name)}
+    found = {name: environ[name] for name in list(_known) if environ.get(name)}
+    found.update((name, value) for value, name in list(_concealed.items()))
+    return found
 
 
 def _redact_log_records() -> None:

@@ -108,6 +108,9 @@ class Settings:
     source_max_depth: int = 128
     # Environment variables ``{{ secrets.NAME }}`` may name; empty: any but the gateway's own (TOOL_GATEWAY_*).
     allowed_secrets: tuple[str, ...] = ()
+    # The secret (an environment variable's name) whose value encrypts the upstream OAuth tokens the gateway keeps
+    # under its state directory (gateway.upstream.oauth.store); empty: they are kept in memory, lost on a restart.
+    upstream_oauth_key_secret: str = ""
     # The HTTP server's connection limits (uvicorn / h11).
     header_timeout_s: float = 10.0  # a connection that has not sent a complete request head by then is closed
     keepalive_timeout_s: float = 5.0  # an idle keep-alive connection is closed after this

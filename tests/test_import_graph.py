@@ -127,7 +127,7 @@ LAYERS = [
     {"gateway.loop"},
     {"gateway.server.http"},
     {"gateway.server.rest", "gateway.server.mcp", "gateway.server.admin", "gateway.server.chat", "gateway.server.client",
-     "gateway.server.landing", "gateway.server.demo_api", "gateway.server.metrics"},
+     "gateway.server.landing", "gateway.server.demo_api", "gateway.server.metrics", "gateway.server.oauth_client"},
     {"gateway.server"},  # the app that puts the surfaces side by side
     {"gateway.cli"},
     {"gateway.__main__"},

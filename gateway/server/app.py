@@ -28,7 +28,7 @@ from ..runtime.gateway import Gateway
 from ..runtime.reload import reloading
 from ..settings import Settings
 from ..upstream.address import served_host
-from . import chat, client, demo_api, landing, metrics
+from . import chat, client, demo_api, landing, metrics, oauth_client
 from .admin import surface as admin
 from .http.connections import server_config
 from .http.errors import EXCEPTION_HANDLERS
@@ -67,7 +67,7 @@ def create_app(gateway_or_settings: Gateway | Settings, *, services: Sequence[Se
         # The two call paths first: Starlette tries routes in order, and every request pays for the ones before.
         routes=[Route("/mcp", mcp), *rest.routes(gateway, calls), *admin.routes(gateway), *chat.routes(gateway),
                 *client.routes(gateway), *openapi.routes(gateway), Mount("/demo", routes=demo_api.routes()),
-                *landing.routes(gateway), *metrics.routes(gateway)],
+                *landing.routes(gateway), *metrics.routes(gateway), *oauth_client.routes(gateway)],
         # One middleware for the Origin/Host guard, CORS and the version headers: a layer per job cost each call.
         # Its hooks answer REST calls and MCP POSTs below the rest of Starlette's layers (rest_fast, McpSurface.fast_post).
         middleware=[Middleware(Front, gateway=gateway, settings=gateway.settings, fast=(mcp.fast_post, calls.fast))],

@@ -30,6 +30,7 @@ from typing import Any
 
 import mcp_types
 
+from .. import secrets as secret_store
 from ..definitions.model import SourceDeclaration
 from ..errors import Problem
 from ..upstream.mcp.client import ListingTooLarge, UpstreamUnavailable, counted, listing_digest, shaped
@@ -64,6 +65,12 @@ def expand(declaration: SourceDeclaration, env: SourceEnv) -> Expansion:
     pool: McpPool | None = getattr(env.gateway, "mcp_pool", None)
     base = {"transport": config.transport, "target": config.target}
     if pool is not None:
+        if config.oauth is not None:  # where its tokens are kept, before the listing asks for one
+            try:
+                pool.oauth.use_store(cache.state_dir() / "oauth", env.settings.upstream_oauth_key_secret)
+            except secret_store.SecretsMissing as exc:
+                problem = declaration.problem(["mcp", "auth"], f"setting upstream_oauth_key_secret: {exc}")
+                return Expansion(problems=(problem,))
         pool.connection(config).hold(declaration)  # connected while the file declares it, tools or not
     try:
         listed = pool.list_tools_blocking(config, timeout) if pool is not None else list_once(config, timeout)
@@ -72,6 +79,8 @@ def expand(declaration: SourceDeclaration, env: SourceEnv) -> Expansion:
     except UpstreamUnavailable as exc:
         # The HTTP status it refused the gateway with: `validate` fails on refused credentials (401, 403).
         refused = {"http_status": exc.refusal.status} if exc.refusal is not None else {}
+        if exc.refusal is not None and exc.refusal.authorize:  # OAuth: where an admin authorizes the gateway
+            refused["authorize"] = exc.refusal.authorize
         return _last_known(declaration, config, str(exc), {**base, **refused})
     raw = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed]
     text = listing_digest(raw)

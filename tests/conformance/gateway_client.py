@@ -14,11 +14,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import mcp_types
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -28,6 +31,12 @@ from mcp.client.streamable_http import streamable_http_client
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent.parent.parent)]
 from support import running
 
+# The client ID metadata document URL the suite's CIMD scenarios expect (it is not fetched).
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+MAX_AUTHORIZATIONS = 3  # a user who clicks "connect" again when asked, but not forever
+WAIT_S = 30.0  # for the tools once authorized (a rebuild); the suite's own timeout bounds the whole run
+AGAIN_S = 5.0  # a status still asking this long after an authorization asks again
+CONNECT = re.compile(r"/oauth/connect/[A-Za-z0-9_-]+")
 # A value of each JSON type for a required argument: the scenarios judge that the call arrives, not its values.
 SAMPLE_VALUES: dict[str, Any] = {"number": 2, "integer": 2, "string": "conformance", "boolean": True,
                                  "object": {}, "array": []}
@@ -47,14 +56,83 @@ async def accept_defaults(context: Any, params: mcp_types.ElicitRequestParams) -
                                                             if "default" in field})
 
 
-async def exercise(mcp_url: str) -> None:
-    async with streamable_http_client(mcp_url) as (read, write), \
-            ClientSession(read, write, elicitation_callback=accept_defaults) as session:
-        await session.initialize()
+def source(server_url: str) -> dict[str, Any]:
+    """The scenario's server as an ``mcp`` source, with OAuth as the scenario's context hands it over (its
+    secrets put in the environment, named as secrets)."""
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    oauth: dict[str, Any] = {"client_metadata_url": CIMD_URL}
+    if "client_id" in context:
+        oauth["client_id"] = context["client_id"]
+    for key, declared, secret in (("client_secret", "client_secret", "CONFORMANCE_CLIENT_SECRET"),
+                                  ("private_key_pem", "private_key", "CONFORMANCE_PRIVATE_KEY")):
+        if key in context:
+            os.environ[secret] = context[key]
+            oauth[declared] = f"{{{{ secrets.{secret} }}}}"
+    if context.get("signing_algorithm"):
+        oauth["signing_alg"] = context["signing_algorithm"]
+    if "client-credentials" in os.environ.get("MCP_CONFORMANCE_SCENARIO", ""):
+        oauth["grant"] = "client_credentials"
+    return {"id": "scenario", "mcp": {"url": server_url, "auth": {"oauth": oauth}}}
+
+
+class Browser:
+    """The admin's browser: follows the gateway's connect link to the authorization server and back."""
+
+    def __init__(self, base: str):
+        self.base = base
+        self.http = httpx2.AsyncClient(follow_redirects=True, timeout=30)
+        self.authorizations = 0
+
+    async def authorize(self, text: str) -> bool:
+        """Follow the connect link ``text`` names, if it names one and the user has not given up."""
+        link = CONNECT.search(text)
+        if link is None or self.authorizations >= MAX_AUTHORIZATIONS:
+            return False
+        self.authorizations += 1
+        page = await self.http.get(self.base + link[0])
+        print("authorization", self.authorizations, page.status_code, page.text[-300:])
+        return page.status_code == 200  # the gateway's page says it could not: the user stops there
+
+    async def status(self) -> dict[str, Any]:
+        """The scenario source's status (``authorize`` names the connect link when it needs an authorization)."""
+        status = (await self.http.get(f"{self.base}/status")).json()
+        return next((s for s in status.get("sources", []) if s.get("id") == "scenario"), {})
+
+
+async def tools(session: ClientSession, browser: Browser) -> list[mcp_types.Tool] | None:
+    """The tools the gateway serves once the source is up (authorizing when its status asks, again when it still
+    asks a while after); None if it never came up."""
+    deadline = time.monotonic() + WAIT_S
+    clicked = -AGAIN_S
+    while time.monotonic() < deadline:
         listing = await session.list_tools()
-        print("tools:", [tool.name for tool in listing.tools])
-        for tool in listing.tools:
+        status = await browser.status()
+        if listing.tools or status.get("health") == "ok":
+            return listing.tools
+        wanted = status.get("authorize")
+        if wanted and time.monotonic() - clicked >= AGAIN_S:
+            if not await browser.authorize(wanted):
+                return None
+            clicked = time.monotonic()
+        elif not wanted and browser.authorizations:
+            return None  # authorized, and it fails for another reason: nothing the user can do
+        await asyncio.sleep(0.3)
+    return None
+
+
+async def exercise(base: str) -> None:
+    browser = Browser(base)
+    async with streamable_http_client(f"{base}/mcp") as (read, write), \
+            ClientSession(read, write, elicitation_callback=accept_defaults) as session, browser.http:
+        await session.initialize()
+        listed = await tools(session, browser)
+        if listed is None:
+            sys.exit("the gateway never served the scenario's server")
+        print("tools:", [tool.name for tool in listed])
+        for tool in listed:
             result = await session.call_tool(tool.name, arguments_for(tool.input_schema))
+            while result.is_error and await browser.authorize(json.dumps(result.model_dump(mode="json"))):
+                result = await session.call_tool(tool.name, arguments_for(tool.input_schema))  # stepped up
             print(tool.name, json.dumps(result.model_dump(mode="json", exclude_none=True)))
 
 
@@ -64,10 +142,10 @@ def main(server_url: str) -> None:
         os.environ["TOOL_GATEWAY_STATE_DIR"] = str(Path(scratch) / "state")
         definitions = Path(scratch) / "definitions"
         definitions.mkdir()
-        (definitions / "scenario.yaml").write_text(
-            f"sources:\n  - id: scenario\n    mcp: {{url: {json.dumps(server_url)}}}\n", encoding="utf-8")
+        # JSON is YAML: the declaration as data, whatever the context's values hold.
+        (definitions / "scenario.yaml").write_text(json.dumps({"sources": [source(server_url)]}), encoding="utf-8")
         with running(definitions) as served:
-            asyncio.run(exercise(f"{served.url}/mcp"))
+            asyncio.run(exercise(served.url))
 
 
 if __name__ == "__main__":

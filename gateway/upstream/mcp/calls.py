@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio
+import httpx2
 import mcp_types
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -62,6 +63,7 @@ class SessionCalls:
     _last_attempt: float
     _fast: mcp_fastcall.FastCall | None
     start: Callable[[], None]  # start the task holding the session, if it is not running
+    auth: Callable[[], httpx2.Auth | None]  # the OAuth of its HTTP client, if the upstream demands it
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
         """The upstream's answer; ``UpstreamUnavailable`` when it cannot be reached, ``MCPError`` for a
@@ -211,7 +213,7 @@ class SessionCalls:
                     future.cancel()
                     raise
             else:
-                tools = mcp_listing.list_once(self.config, timeout)
+                tools = mcp_listing.list_once(self.config, timeout, self.auth())
         except TimeoutError:
             self.listed = ""
             raise UpstreamUnavailable(f"{self.config.label} did not list its tools within {timeout:g} s") from None

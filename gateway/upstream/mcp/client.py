@@ -159,11 +159,12 @@ async def all_tools(client: Client, config: UpstreamConfig) -> list[mcp_types.To
 @contextlib.asynccontextmanager
 async def connected(config: UpstreamConfig, on_message: Callable[[Any], Any] | None = None,
                     on_http: Callable[[httpx2.AsyncClient], None] | None = None,
-                    relays: bool = False) -> AsyncIterator[Client]:
+                    relays: bool = False, auth: httpx2.Auth | None = None) -> AsyncIterator[Client]:
     """An entered ``mcp.Client`` for ``config``: enter and leave it in one task. ``on_http`` is shown the HTTP
     client of a streamable-HTTP session before the SDK uses it (the fast path posts on it too). ``relays``: what
     the upstream sends during a call goes to the calling client (``gateway.upstream.mcp.relay``), and the session declares
-    the elicitation and sampling capabilities."""
+    the elicitation and sampling capabilities. ``auth``: the source's OAuth (``gateway.upstream.oauth``) on every
+    request of the session's HTTP client."""
     headers, env = config.rendered()
     relay = mcp_relay.Relay(config) if relays else None
     common: dict[str, Any] = {"mode": "auto", "cache": None, "read_timeout_seconds": config.connect_timeout_s,
@@ -179,7 +180,8 @@ async def connected(config: UpstreamConfig, on_message: Callable[[Any], Any] | N
         return
     timeout = httpx2.Timeout(config.connect_timeout_s, read=SSE_READ_TIMEOUT_S)
     heard = Heard(headers.values())
-    async with httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks={"response": [heard]}) as http:
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks={"response": [heard]},
+                                  auth=auth) as http:
         if on_http is not None:
             on_http(http)
         async with contextlib.AsyncExitStack() as stack:

@@ -9,6 +9,8 @@
     reconnect_floor_s   the shortest wait between two attempts to connect (default 0.5 s)
     reconnect_cap_s     the longest (default 30 s); see ``UpstreamConfig.reconnect_delay``
     relist_s            how often an upstream that tells no list changes is listed again (default 60 s)
+    auth                ``oauth``, or ``{oauth: {...}}``: OAuth 2.1 to an upstream that demands it
+                        (``gateway.upstream.oauth``; its secrets are filled in when a token is asked for)
 
 An ``UpstreamConfig`` is the key of the pooled session (``gateway.upstream.mcp.pool``): the values as written, so a changed
 declaration is a new session and an unchanged one keeps its session across reloads. Secrets are resolved when a
@@ -25,6 +27,7 @@ from urllib.parse import urlsplit
 
 from ... import secrets as secret_store
 from ...templates.compile import Compiled, TemplateInvalid, compile_value
+from ..oauth import config as oauth_config
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -81,6 +84,7 @@ class UpstreamConfig:
     reconnect_floor_s: float = DEFAULT_RECONNECT_FLOOR_S
     reconnect_cap_s: float = DEFAULT_RECONNECT_CAP_S
     relist_s: float = DEFAULT_RELIST_S
+    oauth: oauth_config.OAuthClient | None = None
 
     def reconnect_delay(self, failures: int) -> float:
         """The wait before the next attempt to connect after ``failures`` attempts in a row that failed, or whose
@@ -121,9 +125,17 @@ class UpstreamConfig:
         rendered = compiled.render({"secrets": values})
         return ({k: str(v) for k, v in rendered["headers"].items()}, {k: str(v) for k, v in rendered["env"].items()})
 
+    def oauth_secrets(self) -> dict[str, str]:
+        """The OAuth client's declared values (client_id, client_secret, private_key) with their secrets filled
+        in."""
+        compiled = _compiled(self)
+        rendered = compiled.render({"secrets": secret_store.resolve(compiled.references.secrets)})
+        return {k: str(v) for k, v in rendered["oauth"].items()}
+
 
 def _compiled(config: UpstreamConfig) -> Compiled:
-    return compile_value({"headers": dict(config.headers), "env": dict(config.env)}, TEMPLATE_NAMES)
+    oauth = config.oauth.templates if config.oauth is not None else {}
+    return compile_value({"headers": dict(config.headers), "env": dict(config.env), "oauth": oauth}, TEMPLATE_NAMES)
 
 
 def parse_config(source: str, spec: Mapping[str, Any], settings: Settings
@@ -139,6 +151,12 @@ def parse_config(source: str, spec: Mapping[str, Any], settings: Settings
         problems.append((("headers",), "headers are sent over HTTP: a stdio server ('command') takes 'env'"))
     if command is None and (spec.get("args") or spec.get("env") or spec.get("cwd")):
         problems.append(((), "args, env and cwd describe a stdio server: give 'command' with them"))
+    oauth = None
+    if spec.get("auth") is not None:
+        oauth, refused = oauth_config.parse(spec["auth"])
+        problems += [(("auth", *path), message) for path, message in refused]
+        if url is None:
+            problems.append((("auth",), "OAuth is spoken over HTTP: a stdio server ('command') takes 'env'"))
     config = UpstreamConfig(
         source=source,
         bounds=ListingBounds(settings.source_max_tools, settings.source_max_bytes, settings.source_max_depth),
@@ -153,6 +171,7 @@ def parse_config(source: str, spec: Mapping[str, Any], settings: Settings
         reconnect_floor_s=float(spec.get("reconnect_floor_s", DEFAULT_RECONNECT_FLOOR_S)),
         reconnect_cap_s=float(spec.get("reconnect_cap_s", DEFAULT_RECONNECT_CAP_S)),
         relist_s=float(spec.get("relist_s", DEFAULT_RELIST_S)),
+        oauth=oauth,
     )
     if config.reconnect_floor_s > config.reconnect_cap_s:
         longer = (f"reconnect_floor_s ({config.reconnect_floor_s:g}) is longer than reconnect_cap_s "

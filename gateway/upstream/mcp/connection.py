@@ -41,9 +41,11 @@ import weakref
 from typing import Any, Protocol
 
 import anyio
+import httpx2
 import mcp_types
 from mcp import Client
 
+from ..oauth.clients import OAuthClients
 from . import fastcall as mcp_fastcall
 from . import listing as mcp_listing
 from .calls import RECONNECTING, SessionCalls
@@ -71,6 +73,9 @@ class Pool(Protocol):
 
     lock: threading.Lock  # guards the pool's table and every connection's holders
     change_interval_s: float  # one upstream tells the pool of a change at most this often
+
+    @property
+    def oauth(self) -> OAuthClients: ...  # the OAuth clients of upstreams that demand OAuth
 
     def bind(self) -> asyncio.AbstractEventLoop: ...
 
@@ -103,6 +108,7 @@ class Connection(ChangeWatch, SessionCalls):
         self.holders = 0
         self._owners: weakref.WeakSet[object] = weakref.WeakSet()
         self._told = -pool.change_interval_s  # loop time the pool was last told of a change
+        self._retried = False  # an attempt made at once (``retry``): its failure is told too, its reason being new
         self._telling: asyncio.TimerHandle | None = None  # a change heard since then, told when the interval ends
         self._fast: mcp_fastcall.FastCall | None = None  # tools/call beside the SDK, on the current client
 
@@ -118,6 +124,19 @@ class Connection(ChangeWatch, SessionCalls):
         if self.state == "up" and loop is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: the gateway is stopping
                 loop.call_soon_threadsafe(self._changed)
+
+    def auth(self) -> httpx2.Auth | None:
+        """The OAuth of the session's HTTP client, for an upstream that demands it."""
+        if self.config.oauth is None or self.config.url is None:
+            return None
+        return self.pool.oauth.authorizer(self.config.source, self.config.url, self.config.oauth,
+                                          self.config.oauth_secrets).auth
+
+    def retry(self) -> None:
+        """Connect again now, not when the backoff ends (on the pool's loop): the gateway was just authorized."""
+        if self.state == "down" and self._wake is not None:
+            self._retried = True
+            self._wake.set()
 
     # -- the task holding the session -----------------------------------------------------------------------
 
@@ -142,7 +161,8 @@ class Connection(ChangeWatch, SessionCalls):
             attempt, self.state = self._attempt, "connecting"
             beside = mcp_listing.Beside(self.config.url)
             try:
-                async with connected(self.config, self._notified, beside.opened, relays=self.config.relay) as client:
+                async with connected(self.config, self._notified, beside.opened, relays=self.config.relay,
+                                     auth=self.auth()) as client:
                     await self._serve(client, beside, attempt)
                 self.error = self.error or "the connection ended"
             except asyncio.CancelledError:
@@ -174,8 +194,9 @@ class Connection(ChangeWatch, SessionCalls):
             if pending is not None and not pending.done():  # calls waiting for a session hear why now, not later
                 pending.set_exception(UpstreamUnavailable(self.error))
                 pending.exception()
-            if was_up:
-                self._changed()  # its tools are served stale now: /status says so
+            if was_up or self._retried:
+                self._changed()  # its tools are served stale now, or it failed anew: /status says so
+            self._retried = False
             self._wake.clear()
             if failures:
                 with contextlib.suppress(TimeoutError):

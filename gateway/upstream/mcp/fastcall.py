@@ -116,7 +116,8 @@ class FastCall:
         self.url = url
         self.shown = url.partition("?")[0]  # for log lines: a query may carry a key
         self.session = session
-        self.wire = Wire(http, url) if usable(url) else None  # else httpx2 (TLS, a proxy)
+        # Else httpx2: TLS, a proxy, or OAuth (the client's auth flow sets and renews the token).
+        self.wire = Wire(http, url) if usable(url) and http.auth is None else None
         self._background: set[asyncio.Task[None]] = set()
 
     async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:

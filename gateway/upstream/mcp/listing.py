@@ -54,12 +54,12 @@ class Beside:
         return mcp_fastcall.FastCall(self.http, self.url, FastSession(client, self.session_id))
 
 
-def list_once(config: UpstreamConfig, timeout: float) -> list[mcp_types.Tool]:
+def list_once(config: UpstreamConfig, timeout: float, auth: httpx2.Auth | None = None) -> list[mcp_types.Tool]:
     """The upstream's tools through a session of the calling thread's own (it must run no event loop)."""
 
     async def listing() -> list[mcp_types.Tool]:
         beside = Beside(config.url)
-        async with connected(config, on_http=beside.opened) as client:
+        async with connected(config, on_http=beside.opened, auth=auth) as client:
             fast = beside.fast(client)
             try:
                 return await list_tools(client, fast, config)

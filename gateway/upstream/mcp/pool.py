@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import mcp_types
 
+    from ..oauth.clients import OAuthClients
     from .config import UpstreamConfig
     from .connection import Connection
 
@@ -44,6 +45,16 @@ class McpPool:
         self.lock = threading.Lock()  # the table and every connection's holders (builds hold from their threads)
         self._loop: asyncio.AbstractEventLoop | None = None
         self.on_change: Callable[[], None] | None = None
+        self._oauth: OAuthClients | None = None
+
+    @property
+    def oauth(self) -> OAuthClients:
+        """The OAuth clients of the upstreams that demand OAuth (imported on first need, as the connections)."""
+        if self._oauth is None:
+            from ..oauth.clients import OAuthClients
+
+            self._oauth = OAuthClients()
+        return self._oauth
 
     def bind(self) -> asyncio.AbstractEventLoop:
         """The loop sessions live on: the first one the pool is used from (the gateway's)."""
@@ -88,6 +99,13 @@ class McpPool:
         the pool runs on a loop, else through a session of this thread's own; ``UpstreamUnavailable`` if not
         within ``timeout``."""
         return self.connection(config).list_blocking(self._loop, timeout)
+
+    def authorized(self, source: str) -> None:
+        """On the pool's loop: the gateway was just authorized with the OAuth server of ``source``'s upstream;
+        a session refused for want of it connects again now."""
+        for connection in self.connections():
+            if connection.config.source == source:
+                connection.retry()
 
     def released(self, connection: Connection) -> None:
         """A holder was collected (any thread): close the session soon if no one holds it by then."""

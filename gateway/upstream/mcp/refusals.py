@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import httpx2
 from mcp.shared.exceptions import MCPError
 
+from ..oauth.config import CONNECT_EXTENSION
 from .config import CREDENTIALS_REFUSED
 
 MAX_CHALLENGE_CHARS = 200  # of the upstream's own words (error_description): a line, not its page
@@ -41,6 +42,7 @@ class Refusal:
     request: str  # the JSON-RPC method (initialize, tools/list, tools/call, ...), or the HTTP method
     url: str  # without credentials or query
     challenge: str = ""  # the WWW-Authenticate error and its description, as the upstream worded them
+    authorize: str = ""  # where an admin authorizes the gateway (OAuth: the path of GET /oauth/connect/<source>)
 
     @property
     def credentials(self) -> bool:
@@ -57,6 +59,8 @@ class Refusal:
 
     @property
     def advice(self) -> str:
+        if self.authorize:
+            return f"an admin authorizes the gateway with its OAuth authorization server at {self.authorize}"
         if self.status == 401:
             return "check the source's headers/credentials (the token is missing, wrong or expired)"
         if self.status == 403:
@@ -100,8 +104,10 @@ def challenge(header: str, hidden: Iterable[str] = ()) -> str:
 
 
 def refusal(response: httpx2.Response, request: str, hidden: Iterable[str] = ()) -> Refusal:
+    sent = response.request.headers.get("authorization")  # the bearer token an auth flow set, if it echoes it
     return Refusal(response.status_code, request, shown(str(response.request.url)),
-                   challenge(response.headers.get("www-authenticate", ""), hidden))
+                   challenge(response.headers.get("www-authenticate", ""), (*hidden, *filter(None, [sent]))),
+                   response.request.extensions.get(CONNECT_EXTENSION, ""))
 
 
 class Heard:
