@@ -24,14 +24,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_serving import EXAMPLES, Server, _pin, add_load_options, measure
-from server_processes import free_port, wait_listening
+from server_processes import ServedHere, free_port, wait_listening
 
 ROWS = ("open", "key", "token")
 RATIOS = (("key", "open", 0.95), ("token", "open", 0.9), ("token", "key", None))
@@ -39,11 +38,10 @@ KEY = "bench-key-0123456789"
 AUDIENCE = "http://127.0.0.1/bench"
 
 
-class Issuer:
+class Issuer(ServedHere):
     """Discovery and JWKS on 127.0.0.1 (uvicorn in a thread), and tokens signed with its RSA key."""
 
     def __init__(self) -> None:
-        import uvicorn
         from cryptography.hazmat.primitives.asymmetric import rsa
         from jwt.algorithms import RSAAlgorithm
         from starlette.applications import Starlette
@@ -51,7 +49,6 @@ class Issuer:
         from starlette.routing import Route
 
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        self.port = free_port()
         jwk = {**RSAAlgorithm.to_jwk(self.key.public_key(), as_dict=True), "kid": "bench", "use": "sig"}
 
         async def discovery(request: Any) -> JSONResponse:
@@ -60,16 +57,8 @@ class Issuer:
         async def jwks(request: Any) -> JSONResponse:
             return JSONResponse({"keys": [jwk]})
 
-        app = Starlette(routes=[Route("/.well-known/openid-configuration", discovery), Route("/jwks", jwks)])
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.01)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        super().__init__(Starlette(routes=[Route("/.well-known/openid-configuration", discovery),
+                                           Route("/jwks", jwks)]))
 
     def token(self, sub: str = "bench") -> str:
         import jwt
@@ -78,9 +67,6 @@ class Issuer:
         return jwt.encode({"iss": self.url, "sub": sub, "aud": AUDIENCE, "iat": now, "exp": now + 3600,
                            "scope": "tools"}, self.key, "RS256", headers={"kid": "bench"})
 
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
 
 
 def serve(row: str, port: int, scratch: Path, issuer: str) -> None:

@@ -28,13 +28,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_serving import EXAMPLES, Server, _pin, add_load_options, measure
-from server_processes import free_port, wait_listening
+from server_processes import ServedHere, free_port, wait_listening
 
 ROWS = ("off", "quiet", "observed", "traced", "exported", "sampled")
 # (row, baseline, target): the issue's targets, and what tracing alone costs over the other consumers.
@@ -74,11 +72,10 @@ class Gateway(Server):
         wait_listening(self.process, self.port, f"the {row} gateway")
 
 
-class Receiver:
+class Receiver(ServedHere):
     """An OTLP/HTTP trace receiver on 127.0.0.1 (uvicorn in a thread) that decodes each export and counts spans."""
 
     def __init__(self) -> None:
-        import uvicorn
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
         from starlette.applications import Starlette
         from starlette.requests import Request
@@ -93,21 +90,7 @@ class Receiver:
             self.spans += sum(len(scope.spans) for spans in export.resource_spans for scope in spans.scope_spans)
             return Response(b"", media_type="application/x-protobuf")
 
-        self.port = free_port()
-        app = Starlette(routes=[Route("/v1/traces", traces, methods=["POST"])])
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.01)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+        super().__init__(Starlette(routes=[Route("/v1/traces", traces, methods=["POST"])]))
 
 
 def main() -> None:

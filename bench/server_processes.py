@@ -89,3 +89,28 @@ def stop(*processes: subprocess.Popen, timeout_s: float = 30, kill: bool = False
         else:
             process.terminate()
         process.wait(timeout_s)
+
+
+class ServedHere:
+    """A helper server that is not measured (an issuer's keys, a trace receiver): an ASGI app served by uvicorn in
+    a thread of the bench's own process, on a free port of 127.0.0.1."""
+
+    def __init__(self, app: Any) -> None:
+        import threading
+
+        import uvicorn
+
+        self.port = free_port()
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        while not self.server.started:
+            time.sleep(0.01)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
