@@ -127,7 +127,9 @@ LAYERS = [
     {"gateway.loop"},
     {"gateway.server.http"},
     {"gateway.server.rest", "gateway.server.mcp", "gateway.server.admin", "gateway.server.chat", "gateway.server.client",
-     "gateway.server.landing", "gateway.server.demo_api", "gateway.server.metrics", "gateway.server.oauth_client"},
+     "gateway.server.landing", "gateway.server.demo_api", "gateway.server.metrics"},
+    {"gateway.server.connections"},  # a person's connection signs in as the console does (server.admin.signin)
+    {"gateway.server.oauth_client"},  # the one /oauth/connect and /oauth/callback: the gateway's and a person's
     {"gateway.server"},  # the app that puts the surfaces side by side
     {"gateway.cli"},
     {"gateway.__main__"},

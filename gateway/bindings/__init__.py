@@ -47,6 +47,9 @@ class BuildEnv:
     events: EventBus = NULL_BUS
     # The running gateway's pooled upstream MCP sessions (gateway.upstream.mcp.pool.McpPool); None: one-shot sessions.
     mcp_pool: Any = None
+    # Each person's own upstream connections (gateway.upstream.connections.Connections), made on first use; None
+    # where no server runs (the CLI's builds): such a tool is checked, and calls of it need the server.
+    connections: Callable[[], Any] | None = None
     # What replicas share (gateway.state): the running gateway's; a catalog built without one counts its rate
     # limits in memory of its own.
     state: SharedState = field(default_factory=MemoryState)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import httpx
 
     from ..identity.tokens import Verifier
+    from ..upstream.connections import Connections
     from .bridge_cluster import ClusterBridge
     from .cluster import Replicas
 
@@ -63,6 +64,7 @@ class Gateway:
         self.mcp_pool = McpPool()
         # Checks OAuth access tokens (gateway.identity) and keeps the issuer's keys and the tokens it has checked.
         self.identity: Verifier | None = None
+        self._connections: Connections | None = None
         if settings.oauth is not None:
             from ..identity.tokens import Verifier  # jwt and its cryptography: only where tokens are accepted
 
@@ -95,11 +97,23 @@ class Gateway:
             )
         return self._http
 
+    def connections(self) -> Connections:
+        """Each person's own connections to upstreams (``gateway.upstream.connections``): made on first use, as
+        only a catalog that declares one needs its crypto and HTTP code."""
+        if self._connections is None:
+            from ..sources.cache import state_dir
+            from ..upstream.connections import Connections
+
+            self._connections = Connections(self.state, self.settings.upstream_oauth_key_secret, state_dir,
+                                            clustered=bool(self.settings.cluster.get("redis_url")))
+        return self._connections
+
     def _build(self) -> Catalog:
         """Load and build from disk, in a build thread, with the caches the engine handed that build."""
         loaded, built = self.rebuilder.handed()
         env = BuildEnv(settings=self.settings, root=self.settings.definitions, http_client=self.http_client,
-                       bridge=self, events=self.events, state=self.state, mcp_pool=self.mcp_pool)
+                       bridge=self, events=self.events, state=self.state, mcp_pool=self.mcp_pool,
+                       connections=self.connections)
         definitions, plugins = load_all(self.settings, loaded)
         return build_catalog(definitions, self.settings, env, built, plugins)
 

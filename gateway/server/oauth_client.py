@@ -9,18 +9,21 @@
 The connection being the gateway's own, starting one is for admins (with auth off: loopback callers). The
 callback needs no credentials (a redirect carries none): its ``state`` names a flow an admin started, used once
 and short-lived. Pages name the source and what went wrong, never a token or a secret.
+
+A ``<source>`` that names a person's own connection (``auth: {authorization_code: {connection}}``) is that
+person's flow instead (``gateway.server.connections``), whose ``state`` the callback finds in the shared state.
 """
 
 from __future__ import annotations
 
-import html
-
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ..runtime.gateway import Gateway
 from ..upstream.oauth.errors import DiscoveryFailed, FlowUnknown, TokenFailed
+from . import connections
+from .connections import PersonConnect, page
 from .http.auth import authenticate
 
 MAX_WORDS = 200  # of an authorization server's error description shown back
@@ -28,48 +31,50 @@ MAX_WORDS = 200  # of an authorization server's error description shown back
 
 def routes(gateway: Gateway) -> list[BaseRoute]:
     api = OAuthClientApi(gateway)
-    return [Route("/oauth/connect/{source}", api.connect, methods=["GET"]),
+    return [*connections.routes(gateway), Route("/oauth/connect/{source}", api.connect, methods=["GET"]),
             Route("/oauth/callback", api.callback, methods=["GET"], name="oauth_callback")]
 
 
 class OAuthClientApi:
     def __init__(self, gateway: Gateway):
         self.gateway = gateway
+        self.people = PersonConnect(gateway)
 
     async def connect(self, request: Request) -> Response:
+        declared = self.people.declared(request.path_params["source"])
+        if declared is not None:
+            return await self.people.connect(request, declared, str(request.url_for("oauth_callback")))
         caller = await authenticate(self.gateway, request.headers, request.client.host if request.client else None)
         caller.check_admin()
         source = request.path_params["source"]
         clients = self.gateway.mcp_pool.oauth
         authorizer = clients.for_source(source)
         if authorizer is None:
-            return _page(404, "Unknown source", f"No MCP source '{source}' of this gateway declares auth: oauth.")
+            return page(404, "Unknown source", f"No MCP source '{source}' of this gateway declares auth: oauth.")
         try:
             flow = await authorizer.begin(str(request.url_for("oauth_callback")))
         except (DiscoveryFailed, TokenFailed) as exc:
-            return _page(502, "Cannot authorize", f"MCP server '{source}': {exc}")
+            return page(502, "Cannot authorize", f"MCP server '{source}': {exc}")
         clients.started(flow)
         return RedirectResponse(flow.url, status_code=302, headers={"cache-control": "no-store"})
 
     async def callback(self, request: Request) -> Response:
         query = request.query_params
+        person_flow = await self.gateway.connections().take_flow(query.get("state", ""))
+        if person_flow is not None:
+            return await self.people.callback(request, person_flow)
         try:
             flow = self.gateway.mcp_pool.oauth.take(query.get("state", ""))
         except FlowUnknown as exc:
-            return _page(400, "Unknown authorization", str(exc))
+            return page(400, "Unknown authorization", str(exc))
         source = flow.authorizer.source
         if query.get("error"):
             words = " ".join(filter(None, (query.get("error"), query.get("error_description"))))[:MAX_WORDS]
-            return _page(400, "Not authorized", f"MCP server '{source}': its authorization server answered: {words}")
+            return page(400, "Not authorized", f"MCP server '{source}': its authorization server answered: {words}")
         try:
             await flow.authorizer.finish(flow, query.get("code"), query.get("iss"))
         except TokenFailed as exc:
-            return _page(502, "Not authorized", f"MCP server '{source}': {exc}")
+            return page(502, "Not authorized", f"MCP server '{source}': {exc}")
         self.gateway.mcp_pool.authorized(source)
-        return _page(200, "Authorized", f"The gateway may now use MCP server '{source}'. You can close this page.")
+        return page(200, "Authorized", f"The gateway may now use MCP server '{source}'. You can close this page.")
 
-
-def _page(status: int, title: str, message: str) -> Response:
-    body = (f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title></head>"
-            f"<body><h1>{html.escape(title)}</h1><p>{html.escape(message)}</p></body></html>")
-    return HTMLResponse(body, status, headers={"cache-control": "no-store"})

@@ -4,6 +4,8 @@
                          for this upstream (``audience`` / ``resource``, ``scope``): the upstream sees that person,
                          and never the token the caller sent the gateway (MCP forbids passing it through)
     client_credentials   RFC 6749 §4.4: the gateway's own service account
+    authorization_code   each person connects their own account at the upstream's authorization server once
+                         (``gateway.upstream.connections`` keeps their tokens; this module posts its grants)
 
 Both post to the token endpoint (``token_endpoint``, else the one the ``issuer``'s discovery document names —
 by default the ``oauth`` setting's issuer), authenticated as ``client_id`` with ``client_secret`` (a
@@ -40,6 +42,10 @@ class TokenUnavailable(Exception):
     """No token could be had; the message says why for the admin and the model, with no credential in it."""
 
 
+class TokenRefused(TokenUnavailable):
+    """The token endpoint answered with an error (RFC 6749 §5.2): asking again the same way gets the same."""
+
+
 @dataclass(frozen=True)
 class AuthSpec:
     """One ``auth:`` declaration, checked (``gateway.bindings.httpauth`` parses it)."""
@@ -53,6 +59,18 @@ class AuthSpec:
     resource: str | None = None
     scope: str | None = None
     client_auth: str = "basic"  # or "post"
+    connection: str | None = None  # authorization_code: the name a person connects under (/oauth/connect/<name>)
+    authorization_endpoint: str | None = None  # authorization_code: default, the issuer's discovery document's
+
+
+@dataclass(frozen=True)
+class Issued:
+    """A token endpoint's answer (RFC 6749 §5.1), checked."""
+
+    access_token: str
+    expires_at: float
+    refresh_token: str | None = None
+    scope: str | None = None
 
 
 class TokenSource:
@@ -61,8 +79,12 @@ class TokenSource:
     def __init__(self, spec: AuthSpec):
         self.spec = spec
         self._kept: OrderedDict[bytes, tuple[str, float]] = OrderedDict()
-        self._pending: dict[bytes, asyncio.Future[tuple[str, float]]] = {}
-        self._endpoint: str | None = spec.token_endpoint
+        self._pending: dict[bytes, asyncio.Future[Issued]] = {}
+        self._metadata: dict[str, Any] | None = None
+        # authorization_code: the running gateway's connections (``gateway.upstream.connections``) and its public
+        # URL, where the link a person connects at starts; set by the build that declares it.
+        self.connections: Any = None
+        self.public_url = ""
 
     async def token(self, client: httpx.AsyncClient, secret: str, subject: str | None) -> str:
         """A token for the upstream; ``subject``: the caller's own token (token exchange), else None."""
@@ -81,13 +103,14 @@ class TokenSource:
             pending = asyncio.get_running_loop().create_task(self._fetch(client, secret, subject))
             self._pending[key] = pending
             pending.add_done_callback(lambda _: self._pending.pop(key, None))
-        token, expires_at = await asyncio.shield(pending)
+        issued = await asyncio.shield(pending)
+        token, expires_at = issued.access_token, issued.expires_at
         self._kept[key] = (token, expires_at)
         if len(self._kept) > KEPT:
             self._kept.popitem(last=False)
         return token
 
-    async def _fetch(self, client: httpx.AsyncClient, secret: str, subject: str | None) -> tuple[str, float]:
+    async def _fetch(self, client: httpx.AsyncClient, secret: str, subject: str | None) -> Issued:
         spec = self.spec
         form: dict[str, str] = {"grant_type": EXCHANGE if spec.grant == "token_exchange" else "client_credentials"}
         if subject is not None:
@@ -95,35 +118,53 @@ class TokenSource:
                      "requested_token_type": ACCESS_TOKEN}
         form |= {name: value for name, value in (("audience", spec.audience), ("resource", spec.resource),
                                                   ("scope", spec.scope)) if value}
+        return await self.post(client, secret, form)
+
+    async def post(self, client: httpx.AsyncClient, secret: str, form: dict[str, str]) -> Issued:
+        """The token endpoint's answer to the grant ``form``."""
+        endpoint = await self.endpoint(client, "token_endpoint")
+        started = time.time()
+        status, body = await self.send(client, endpoint, secret, form)
+        return _issued(endpoint, status, body, started)
+
+    async def send(self, client: httpx.AsyncClient, endpoint: str, secret: str | None,
+                   form: dict[str, str]) -> tuple[int, bytes]:
+        """POST ``form`` to one of the authorization server's endpoints, the client authenticated as
+        ``client_auth`` says (``secret`` None: a public client, named only); its status and (bounded) body."""
+        spec = self.spec
         auth = None
-        if spec.client_auth == "post":
-            form |= {"client_id": spec.client_id, "client_secret": secret}
+        if secret is None:
+            form = form | {"client_id": spec.client_id}
+        elif spec.client_auth == "post":
+            form = form | {"client_id": spec.client_id, "client_secret": secret}
         else:  # RFC 6749 §2.3.1: both form-encoded before they are joined
             auth = httpx.BasicAuth(quote(spec.client_id, safe=""), quote(secret, safe=""))
-        endpoint = await self._token_endpoint(client)
-        started = time.time()
         try:
             async with asyncio.timeout(TIMEOUT_S), client.stream(
                     "POST", endpoint, data=form, auth=auth, headers={"Accept": "application/json"}) as answer:
-                body = await _read(answer)
+                return answer.status_code, await _read(answer)
         except TimeoutError:
-            raise TokenUnavailable(f"the token endpoint {endpoint} did not answer within {TIMEOUT_S:g} s") from None
+            raise TokenUnavailable(f"the endpoint {endpoint} did not answer within {TIMEOUT_S:g} s") from None
         except httpx.HTTPError as exc:
-            raise TokenUnavailable(f"the token endpoint {endpoint} cannot be reached ({type(exc).__name__})") from None
-        return _issued(endpoint, answer.status_code, body, started)
+            raise TokenUnavailable(f"the endpoint {endpoint} cannot be reached ({type(exc).__name__})") from None
 
-    async def _token_endpoint(self, client: httpx.AsyncClient) -> str:
-        if self._endpoint is None:
-            assert self.spec.issuer is not None  # the parse makes sure one of the two is known
+    async def endpoint(self, client: httpx.AsyncClient, name: str) -> str:
+        """The endpoint ``name`` (``token_endpoint``, ``authorization_endpoint``, ``revocation_endpoint``): as
+        declared, else as the issuer's discovery document names it (read once)."""
+        declared = getattr(self.spec, name, None)
+        if declared:
+            return str(declared)
+        if self.spec.issuer is None:
+            raise TokenUnavailable(f"no {name} is declared and no issuer is known to find one")
+        if self._metadata is None:
             try:
-                metadata = await discover(client, self.spec.issuer, TIMEOUT_S)
+                self._metadata = await discover(client, self.spec.issuer, TIMEOUT_S)
             except FetchFailed as exc:
-                raise TokenUnavailable(f"the identity provider's token endpoint is unknown: {exc}") from None
-            endpoint = metadata.get("token_endpoint")
-            if not isinstance(endpoint, str) or not endpoint.startswith(("https://", "http://")):
-                raise TokenUnavailable(f"the discovery document of {self.spec.issuer} names no token_endpoint")
-            self._endpoint = endpoint
-        return self._endpoint
+                raise TokenUnavailable(f"the identity provider's {name} is unknown: {exc}") from None
+        endpoint = self._metadata.get(name)
+        if not isinstance(endpoint, str) or not endpoint.startswith(("https://", "http://")):
+            raise TokenUnavailable(f"the discovery document of {self.spec.issuer} names no {name}")
+        return endpoint
 
 
 async def _read(answer: httpx.Response) -> bytes:
@@ -135,8 +176,9 @@ async def _read(answer: httpx.Response) -> bytes:
     return bytes(body)
 
 
-def _issued(endpoint: str, status: int, body: bytes, started: float) -> tuple[str, float]:
-    """The token and when it expires, from a token endpoint's answer (RFC 6749 §5.1, RFC 8693 §2.2)."""
+def _issued(endpoint: str, status: int, body: bytes, started: float) -> Issued:
+    """The token, when it expires and what else came with it, from a token endpoint's answer (RFC 6749 §5.1,
+    RFC 8693 §2.2)."""
     import json
 
     try:
@@ -149,11 +191,14 @@ def _issued(endpoint: str, status: int, body: bytes, started: float) -> tuple[st
         # RFC 6749 §5.2: error and error_description are for the client's developer; never a token.
         error = str(answer.get("error", "unknown error"))[:100]
         description = str(answer.get("error_description", ""))[:300]
-        raise TokenUnavailable(f"the token endpoint {endpoint} refused: {error}" + (f" ({description})" if description else ""))
+        raise TokenRefused(f"the token endpoint {endpoint} refused: {error}" + (f" ({description})" if description else ""))
     token = answer.get("access_token")
     if not isinstance(token, str) or not token or any(ch in token for ch in "\r\n"):
         raise TokenUnavailable(f"the token endpoint {endpoint} answered without a usable access_token")
     lifetime = answer.get("expires_in")
     if isinstance(lifetime, bool) or not isinstance(lifetime, (int, float)) or lifetime <= 0:
         lifetime = DEFAULT_LIFETIME_S
-    return token, started + float(lifetime)
+    refresh, scope = answer.get("refresh_token"), answer.get("scope")
+    return Issued(token, started + float(lifetime),
+                  refresh if isinstance(refresh, str) and refresh and len(refresh) <= MAX_ANSWER_BYTES else None,
+                  scope[:4096] if isinstance(scope, str) else None)

@@ -1,18 +1,22 @@
 """A programmable OAuth issuer for the resource-server tests: a real HTTP server on 127.0.0.1 that publishes a
 discovery document and a JWKS, mints RS256 / ES256 access tokens with PyJWT, and can misbehave on demand (hang,
-redirect, answer too much, name another issuer) while counting what it was asked. The end-to-end flows with a
+redirect, answer too much, name another issuer) while counting what it was asked. It grants client credentials,
+token exchange, and authorization codes with PKCE (S256 only) to whoever ``signed_in`` says its browser session
+is, with rotating refresh tokens and RFC 7009 revocation. The end-to-end flows with a
 real authorization server and real clients are in tests/identity/."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import time
 import uuid
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
@@ -59,6 +63,12 @@ class Issuer:
     asked: Counter[str] = field(default_factory=Counter)
     clients: dict[str, str] = field(default_factory=lambda: {"gateway": "gateway-secret"})  # id -> secret
     grants: list[dict[str, str]] = field(default_factory=list)  # each token request's form, secrets left out
+    public_clients: set[str] = field(default_factory=lambda: {"gateway-console"})  # no secret: PKCE alone
+    signed_in: str = "alice"  # who the browser at /authorize is signed in as
+    lifetime_s: float = 300  # of the access tokens the code and refresh grants issue
+    codes: dict[str, dict[str, str]] = field(default_factory=dict)
+    refresh_tokens: dict[str, dict[str, str]] = field(default_factory=dict)  # the live ones (rotated on use)
+    revoked: list[str] = field(default_factory=list)
 
     def token(self, *, sub: str = "alice", audience: str | list[str] = "", scope: str = "", key: SigningKey | None = None,
               lifetime_s: float = 300, header: dict[str, Any] | None = None, **claims: Any) -> str:
@@ -74,7 +84,33 @@ class Issuer:
         async def discovery(request: Request) -> Response:
             self.asked["discovery"] += 1
             return JSONResponse({"issuer": self.named_issuer or self.url, "jwks_uri": f"{self.url}/jwks",
-                                 "authorization_endpoint": f"{self.url}/authorize", "token_endpoint": f"{self.url}/token"})
+                                 "authorization_endpoint": f"{self.url}/authorize", "token_endpoint": f"{self.url}/token",
+                                 "revocation_endpoint": f"{self.url}/revoke", "code_challenge_methods_supported": ["S256"]})
+
+        async def authorize(request: Request) -> Response:
+            """Approves at once, as ``signed_in``: a browser with a session at the provider sees no page."""
+            self.asked["authorize"] += 1
+            query = request.query_params
+            client_id = query.get("client_id", "")
+            if client_id not in self.clients and client_id not in self.public_clients:
+                return JSONResponse({"error": "unknown client"}, 400)
+            if query.get("response_type") != "code" or query.get("code_challenge_method") != "S256" \
+                    or not query.get("code_challenge") or not query.get("redirect_uri"):
+                return JSONResponse({"error": "invalid_request"}, 400)
+            code = uuid.uuid4().hex
+            self.codes[code] = {"client_id": client_id, "redirect_uri": query["redirect_uri"], "sub": self.signed_in,
+                                "challenge": query["code_challenge"], "scope": query.get("scope", ""),
+                                "resource": query.get("resource", "")}
+            return RedirectResponse(f"{query['redirect_uri']}?{urlencode({'code': code, 'state': query.get('state', ''), 'iss': self.url})}", 302)
+
+        async def revoke(request: Request) -> Response:
+            form = dict(await request.form())
+            client_id, secret = _client(request, form)
+            if self.clients.get(client_id) != secret:
+                return JSONResponse({"error": "invalid_client"}, 401)
+            self.revoked.append(str(form.get("token")))
+            self.refresh_tokens.pop(str(form.get("token")), None)
+            return Response(status_code=200)
 
         async def jwks(request: Request) -> Response:
             self.asked["jwks"] += 1
@@ -93,8 +129,13 @@ class Issuer:
             form = dict(await request.form())
             client_id, secret = _client(request, form)
             self.grants.append({k: v for k, v in form.items() if k != "client_secret"} | {"client": client_id})
-            if self.clients.get(client_id) != secret:
+            public = client_id in self.public_clients and not secret
+            if not public and self.clients.get(client_id) != secret:
                 return JSONResponse({"error": "invalid_client", "error_description": "unknown client"}, 401)
+            if form.get("grant_type") in ("authorization_code", "refresh_token"):
+                return self._code_or_refresh(form, client_id)
+            if public:
+                return JSONResponse({"error": "unauthorized_client"}, 400)
             audience = form.get("audience") or form.get("resource") or ""
             if form.get("grant_type") == "client_credentials":
                 return _issued(self.token(sub=client_id, audience=audience, scope=form.get("scope", ""),
@@ -110,7 +151,27 @@ class Issuer:
                                       client_id=client_id, act={"sub": client_id}))
 
         return Starlette(routes=[Route("/.well-known/openid-configuration", discovery), Route("/jwks", jwks),
-                                 Route("/token", token, methods=["POST"])])
+                                 Route("/token", token, methods=["POST"]), Route("/authorize", authorize),
+                                 Route("/revoke", revoke, methods=["POST"])])
+
+    def _code_or_refresh(self, form: dict[str, Any], client_id: str) -> Response:
+        if form["grant_type"] == "authorization_code":
+            grant = self.codes.pop(str(form.get("code")), None)  # a code is used once
+            verifier = str(form.get("code_verifier", ""))
+            challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+            if grant is None or grant["client_id"] != client_id or grant["redirect_uri"] != form.get("redirect_uri") \
+                    or grant["challenge"] != challenge:
+                return JSONResponse({"error": "invalid_grant", "error_description": "code refused"}, 400)
+        else:
+            grant = self.refresh_tokens.pop(str(form.get("refresh_token")), None)  # rotated: each is used once
+            if grant is None or grant["client_id"] != client_id:
+                return JSONResponse({"error": "invalid_grant", "error_description": "refresh token refused"}, 400)
+        refresh = uuid.uuid4().hex
+        self.refresh_tokens[refresh] = grant
+        token = self.token(sub=grant["sub"], audience=grant["resource"] or client_id, scope=grant["scope"],
+                           client_id=client_id, lifetime_s=self.lifetime_s)
+        return JSONResponse({"access_token": token, "token_type": "Bearer", "expires_in": self.lifetime_s,
+                             "refresh_token": refresh, "scope": grant["scope"]})
 
 
 def _client(request: Request, form: dict[str, Any]) -> tuple[str, str]:

@@ -23,6 +23,8 @@ API (JSON; errors in the gateway's ``{"error", "status"}`` shape):
   (secrets redacted), and server-sent events as calls end (``gateway.observe.live``).
 - ``GET /admin/api/files``, ``GET|PUT /admin/api/files/{path}``, ``POST /admin/api/files``,
   ``POST /admin/api/check``: the definitions files (``edit``).
+- ``GET /admin/api/connections``, ``DELETE /admin/api/connections/{name}?person=``: people's own connections to
+  upstreams, listed without their tokens, and ended (``connections``).
 
 ``200`` for a reload that built (``changed`` says whether a new catalog is served), ``422`` for one that failed,
 with every problem as file:line:col while the last good catalog keeps serving. Reloads and edits asked for here
@@ -47,6 +49,7 @@ from ...runtime.gateway import Gateway
 from ..http.auth import Caller, authenticate
 from ..http.errors import dumps, error_response, json_response
 from . import catalog as admin_catalog
+from . import connections as admin_connections
 from . import edit as admin_edit
 from .files import DefinitionsFiles, NotFound
 from .signin import ConsoleSignIn, SignInUnavailable
@@ -97,6 +100,7 @@ def routes(gateway: Gateway) -> list[BaseRoute]:
         Route(f"{api}/calls/stream", console.stream, methods=["GET"]),
         Route(f"{api}/calls/{{call_id}}", console.call, methods=["GET"]),
         *admin_edit.routes(gateway, console.files, admin=console.admin),
+        *admin_connections.routes(gateway, admin=console.admin),
     ]
 
 

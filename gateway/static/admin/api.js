@@ -86,6 +86,7 @@ function isAuthRefusal(error) {
 export const get = (path, options) => request("GET", path, undefined, options);
 export const post = (path, body, options) => request("POST", path, body, options);
 export const put = (path, body, options) => request("PUT", path, body, options);
+export const del = (path, options) => request("DELETE", path, undefined, options);
 
 /** Path segments as the API expects them: each part encoded, the slashes of a file path kept. */
 export function pathParam(value) {

@@ -1,6 +1,7 @@
-// Catalog: every tool, searchable and filterable; the catalog's version, tool count, plugins and sources.
+// Catalog: every tool, searchable and filterable; the catalog's version, tool count, plugins, sources, and the
+// accounts people connected to upstreams (listed without their tokens; an admin may end one).
 
-import {get} from "./api.js";
+import {del, describe, get} from "./api.js";
 import {fill, h, table, time} from "./dom.js";
 import {where} from "./problems.js";
 
@@ -14,7 +15,8 @@ const FILTERS = [
 let remembered = {search: "", scope: "", binding: "", toolset: "", tag: ""}; // kept while the tab lives
 
 export async function render(main, params, context) {
-  const [overview, {tools}] = await Promise.all([context.refreshOverview(), get("/admin/api/tools")]);
+  const [overview, {tools}, {connections}] = await Promise.all([context.refreshOverview(), get("/admin/api/tools"),
+    get("/admin/api/connections")]);
   const search = h("input#catalog-search", {type: "search", value: remembered.search, autocomplete: "off",
     placeholder: "id, name, tag, file…"});
   const selects = Object.fromEntries(FILTERS.map(([name, label, values]) => {
@@ -54,8 +56,36 @@ export async function render(main, params, context) {
       FILTERS.map(([name, label]) => h("div.field", h("label", {for: `filter-${name}`}, label), selects[name]))),
     count,
     results,
-    extras(overview));
+    extras(overview),
+    connectionsSection(connections));
   update();
+}
+
+function connectionsSection(connections) {
+  if (!connections.length) return null;
+  const status = h("p.tally", {role: "status"});
+  const end = async (connection, button) => {
+    if (!confirm(`End ${connection.user}'s connection '${connection.connection}'? They will be asked to connect again.`)) return;
+    button.disabled = true;
+    try {
+      await del(`/admin/api/connections/${encodeURIComponent(connection.connection)}?person=${encodeURIComponent(connection.person)}`);
+      button.closest("tr").remove();
+      status.textContent = `Ended ${connection.user}'s connection '${connection.connection}'.`;
+    } catch (error) {
+      button.disabled = false;
+      status.textContent = describe(error);
+    }
+  };
+  return h("section", {"aria-labelledby": "connections-heading"},
+    h("h2#connections-heading", "Connected accounts"),
+    status,
+    table("Connected accounts", ["Connection", "Person", "Scope", "Connected", "Token expires", "Refreshable", ""],
+      connections, (c) => {
+        const button = h("button.secondary.small", {type: "button", "aria-label": `End ${c.user}'s connection ${c.connection}`}, "End");
+        button.addEventListener("click", () => end(c, button));
+        return [h("code", c.connection), c.user, c.scope || "—", time(c.connected_at), time(c.expires_at),
+          c.refreshable ? "yes" : "no", button];
+      }));
 }
 
 function toolTable(tools) {

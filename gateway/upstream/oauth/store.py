@@ -6,7 +6,8 @@ user's own tokens are kept under the user's name.
 (AES-128-CBC with HMAC-SHA256, ``cryptography``) of the record's JSON, under a key derived (HKDF-SHA256) from the
 secret the ``upstream_oauth_key_secret`` setting names; nothing in it is readable without that secret, and a file
 changed by anyone else (or written under another key) is refused as a whole (``Unreadable``), never half read.
-``MemoryStore``: in the process only (no key configured; tests). A Redis form for cluster mode is still to come.
+``MemoryStore``: in the process only (no key configured; tests). Each person's own connections
+(``gateway.upstream.connections``) use the file store in one process and the shared state (Redis) in cluster mode.
 """
 
 from __future__ import annotations
@@ -93,6 +94,19 @@ class EncryptedFileStore:
         if not isinstance(record, dict):
             raise Unreadable(f"the OAuth tokens kept for source '{source}' are not a record")
         return record
+
+    def records(self, limit: int = 100_000) -> list[Record]:
+        """Every record that can be read (a listing's: one that cannot is left out, as ``load`` refuses it)."""
+        found: list[Record] = []
+        for path in sorted(self.directory.glob("*.oauth"))[:limit]:
+            try:
+                sealed = path.read_bytes()[:MAX_RECORD_BYTES + 1]
+                record = json.loads(self._fernet.decrypt(sealed)) if len(sealed) <= MAX_RECORD_BYTES else None
+            except (OSError, InvalidToken, ValueError):
+                continue
+            if isinstance(record, dict):
+                found.append(record)
+        return found
 
     def save(self, source: str, principal: str, record: Record) -> None:
         sealed = self._fernet.encrypt(json.dumps(record).encode())

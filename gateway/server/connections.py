@@ -1,0 +1,164 @@
+"""Each person's own connection to an upstream (``auth: {authorization_code: …}``, ``gateway.upstream.connections``):
+the browser's part, and the routes that list and end connections.
+
+    GET /oauth/connect/<connection>   the link a call's error gives a person who has not connected: the browser
+                                      signs in at the gateway's identity provider first (``oauth.console``'s public
+                                      client, PKCE), so that the gateway learns who is there from the provider,
+                                      never from the link; then it is sent to the upstream's authorization server
+    GET /oauth/callback               both legs come back here (``gateway.server.oauth_client`` routes it): the
+                                      first gives the person, the second the code their tokens are exchanged for
+    GET /oauth/connections            the caller's own connections (an OAuth access token)
+    DELETE /oauth/connections/<name>  the caller ends their own connection
+
+Admins list and end anyone's at ``/admin/api/connections`` (``gateway.server.admin.connections``). Listings name
+the connection, the person, the scope and the times; never a token. Pages name what went wrong, never a token or
+a secret.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import secrets
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ..identity.grants import TokenRefused
+from ..runtime.gateway import Gateway
+from ..upstream.connections import Connections, Declared, challenge, person
+from ..upstream.tokens import AuthSpec, TokenSource, TokenUnavailable
+from .admin.signin import ConsoleSignIn, SignInUnavailable
+from .http.auth import Caller, authenticate
+from .http.errors import error_response, json_response
+
+log = logging.getLogger("gateway.connections")
+
+
+def routes(gateway: Gateway) -> list[BaseRoute]:
+    api = ConnectionsApi(gateway)
+    return [Route("/oauth/connections", api.mine, methods=["GET"]),
+            Route("/oauth/connections/{name}", api.end_mine, methods=["DELETE"])]
+
+
+def page(status: int, title: str, message: str) -> Response:
+    body = (f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title></head>"
+            f"<body><h1>{html.escape(title)}</h1><p>{html.escape(message)}</p></body></html>")
+    return HTMLResponse(body, status, headers={"cache-control": "no-store", "referrer-policy": "no-referrer"})
+
+
+class PersonConnect:
+    """The two legs of a person's connection (see the module's docstring)."""
+
+    def __init__(self, gateway: Gateway):
+        self.gateway = gateway
+        self.sign_in = ConsoleSignIn(gateway.settings.oauth)
+
+    def declared(self, name: str) -> Declared | None:
+        return self.gateway.connections().declared(name)
+
+    async def connect(self, request: Request, declared: Declared, redirect_uri: str) -> Response:
+        name = declared.spec.connection
+        if not self.sign_in.configured or self.gateway.identity is None:
+            return page(501, "Cannot connect", f"Connecting an account for '{name}' needs the gateway's sign-in at "
+                                               "its identity provider: the setting 'oauth.console' is not set.")
+        try:
+            provider = await self.sign_in.answer()
+            verifier = secrets.token_urlsafe(48)
+            state = await self.gateway.connections().remember_flow(
+                {"kind": "who", "connection": name, "verifier": verifier, "redirect_uri": redirect_uri})
+        except (SignInUnavailable, TokenUnavailable) as exc:
+            return page(502, "Cannot connect", str(exc))
+        query = {"response_type": "code", "client_id": provider["client_id"], "redirect_uri": redirect_uri,
+                 "scope": provider["scope"], "resource": provider["resource"], "state": state,
+                 "code_challenge": challenge(verifier), "code_challenge_method": "S256"}
+        endpoint = provider["authorization_endpoint"]
+        return _redirect(f"{endpoint}{'&' if '?' in endpoint else '?'}{urlencode(query)}")
+
+    async def callback(self, request: Request, flow: dict[str, Any]) -> Response:
+        query = request.query_params
+        name = str(flow.get("connection"))
+        if query.get("error"):
+            words = " ".join(filter(None, (query.get("error"), query.get("error_description"))))[:200]
+            return page(400, "Not connected", f"'{name}': the authorization server answered: {words}")
+        code = query.get("code")
+        if not code:
+            return page(400, "Not connected", f"'{name}': the browser came back without a code")
+        connections = self.gateway.connections()
+        declared = connections.declared(name)
+        if declared is None:
+            return page(404, "Not connected", f"No tool declares the connection '{name}' any more.")
+        client = self.gateway.http_client()
+        try:
+            if flow.get("kind") == "who":
+                user, issuer = await self._signed_in(flow, code)
+                return _redirect(await connections.begin(declared, client, person(issuer, user), user,
+                                                         str(flow["redirect_uri"])))
+            await connections.finish(flow, client, code)
+        except TokenRefused as exc:
+            return page(403, "Not connected", f"'{name}': the identity provider's token was refused: {exc}")
+        except TokenUnavailable as exc:
+            return page(502, "Not connected", f"'{name}': {exc}")
+        return page(200, "Connected", f"Your account for '{name}' is connected: the tools that use it act as you "
+                                      "from now on. You can close this page.")
+
+    async def _signed_in(self, flow: dict[str, Any], code: str) -> tuple[str, str]:
+        """Who signed in at the identity provider: the access token its code is exchanged for, checked as every
+        caller's is (``TokenRefused``)."""
+        provider = await self.sign_in.answer()
+        status, body = await _post(self.gateway, provider["token_endpoint"], {
+            "grant_type": "authorization_code", "code": code, "redirect_uri": str(flow["redirect_uri"]),
+            "client_id": provider["client_id"], "code_verifier": str(flow["verifier"]),
+            "resource": provider["resource"]})
+        try:
+            answer = json.loads(body)
+            token = answer["access_token"]
+        except (ValueError, KeyError, TypeError):
+            raise TokenUnavailable(f"the identity provider's token endpoint answered HTTP {status} without a "
+                                   "token") from None
+        assert self.gateway.identity is not None
+        identity = await self.gateway.identity.identity(str(token))
+        return identity.user, identity.issuer
+
+
+async def _post(gateway: Gateway, endpoint: str, form: dict[str, str]) -> tuple[int, bytes]:
+    """``form`` posted to the identity provider's token endpoint as the console's public client (no secret)."""
+    public = TokenSource(AuthSpec(grant="authorization_code", client_id=form["client_id"], secret_name="",
+                                  token_endpoint=endpoint))
+    return await public.send(gateway.http_client(), endpoint, None, form)
+
+
+def _redirect(url: str) -> Response:
+    return RedirectResponse(url, status_code=302, headers={"cache-control": "no-store", "referrer-policy": "no-referrer"})
+
+
+class ConnectionsApi:
+    def __init__(self, gateway: Gateway):
+        self.gateway = gateway
+
+    async def _caller(self, request: Request) -> Caller:
+        return await authenticate(self.gateway, request.headers, request.client.host if request.client else None)
+
+    def _connections(self) -> Connections:
+        return self.gateway.connections()
+
+    async def mine(self, request: Request) -> Response:
+        caller = await self._caller(request)
+        if caller.identity is None:
+            return error_response(403, "Connections are a person's: call with an OAuth access token.")
+        who = person(caller.identity.issuer, caller.identity.user)
+        return json_response({"connections": await self._connections().listing(who)})
+
+    async def end_mine(self, request: Request) -> Response:
+        caller = await self._caller(request)
+        if caller.identity is None:
+            return error_response(403, "Connections are a person's: call with an OAuth access token.")
+        name = request.path_params["name"]
+        who = person(caller.identity.issuer, caller.identity.user)
+        if not await self._connections().revoke(name, who, self.gateway.http_client()):
+            return error_response(404, f"You have no connection '{name}'.")
+        return Response(status_code=204)

@@ -1,0 +1,325 @@
+"""Each person's own connection to an upstream (``auth: {authorization_code: …}``): a CRM API that trusts only its
+own authorization server, which knows people by their CRM accounts. Two real issuers on 127.0.0.1: the gateway's
+identity provider (the console's public client signs the browser in) and the CRM's (the gateway its confidential
+client). The browser is httpx following the redirects by hand, so each leg is seen.
+
+A person not connected gets an error result with the link; opening it signs the browser in at the gateway's
+identity provider, then at the CRM's; from then on that person's calls carry their own CRM token — refreshed when
+it expires, ended by them or by an admin, listed without it, and kept encrypted (in a file, or in Redis for a
+cluster, where a connection made at one replica serves calls at another)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import jwt
+import pytest
+from issuer import Issuer, issuing
+from oauth_support import AUDIENCE, bearer
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from support import RedisServer, running, serving
+
+from gateway.errors import DefinitionsInvalid
+from gateway.identity.config import parse
+from gateway.settings import _api_key, hash_key
+
+CRM = "https://crm.example/api"  # the resource the CRM's tokens name
+KEY = "a-long-passphrase-that-seals-the-connections"
+
+TOOLS = """\
+tools:
+  - id: crm_me
+    name: My CRM account
+    user_description: Who the CRM thinks the caller is.
+    ai_description: Returns the caller's CRM account.
+    input_schema: {{type: object, properties: {{echo: {{type: boolean}}}}}}
+    binding:
+      http:
+        url: {api}/me
+        query: {{echo: "{{{{ args.echo }}}}"}}
+        auth:
+          authorization_code:
+            connection: crm
+            client_id: gateway-crm
+            client_secret: "{{{{ secrets.CRM_SECRET }}}}"
+            issuer: {crm_issuer}
+            resource: {crm}
+            scope: contacts
+"""
+
+
+class CrmApi:
+    """Checks the CRM issuer's tokens and answers whose they are."""
+
+    def __init__(self, crm: Issuer):
+        self.crm = crm
+        self.seen: list[str] = []
+
+    def app(self) -> Starlette:
+        async def me(request: Request) -> JSONResponse:
+            sent = request.headers.get("authorization", "")
+            self.seen.append(sent)
+            try:
+                claims = jwt.decode(sent.removeprefix("Bearer "), self.crm.keys[0].private.public_key(),
+                                    algorithms=["RS256"], audience=CRM, issuer=self.crm.url)
+            except jwt.InvalidTokenError as exc:
+                return JSONResponse({"error": str(exc)}, 401)
+            return JSONResponse({"account": claims["sub"], "scope": claims["scope"],
+                                 "echo": sent if request.query_params.get("echo") else None})
+
+        return Starlette(routes=[Route("/me", me)])
+
+
+@pytest.fixture(scope="module")
+def crm() -> Iterator[Issuer]:
+    with issuing(Issuer(clients={"gateway-crm": "crm-secret"})) as crm:
+        yield crm
+
+
+@pytest.fixture
+def world(issuer: Issuer, crm: Issuer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("CRM_SECRET", "crm-secret")
+    monkeypatch.setenv("CONNECTIONS_KEY", KEY)
+    monkeypatch.setenv("TOOL_GATEWAY_STATE_DIR", str(tmp_path / "state"))
+    crm.revoked.clear()
+    api = CrmApi(crm)
+    with serving(api.app()) as server:
+        definitions = tmp_path / "definitions"
+        definitions.mkdir()
+        (definitions / "crm.yaml").write_text(TOOLS.format(api=server.url, crm_issuer=crm.url, crm=CRM),
+                                              encoding="utf-8")
+        yield api, definitions
+
+
+def _settings(issuer: Issuer) -> dict:
+    oauth = parse({"issuer": issuer.url, "audience": AUDIENCE, "jwks": {"refresh_min_s": 0},
+                   "console": {"client_id": "gateway-console", "scopes": ["tools"]},
+                   "rules": [{"scope": "tools", "toolsets": "*"},
+                             {"roles": ["gateway-admin"], "admin": True, "toolsets": "*"}]})
+    keys = (_api_key({"name": "robot", "sha256": hash_key("robot-key")}),
+            _api_key({"name": "ops", "sha256": hash_key("ops-key"), "admin": True}))
+    return {"oauth": oauth, "api_keys": keys, "upstream_oauth_key_secret": "CONNECTIONS_KEY"}
+
+
+@contextmanager
+def gateway(issuer: Issuer, definitions: Path, **extra) -> Iterator[str]:
+    with running(definitions, **_settings(issuer), **extra) as served:
+        yield served.url
+
+
+def _call(url: str, credential: str, **arguments) -> dict:
+    answer = httpx.post(f"{url}/tools/crm_me/call", json=arguments, headers=bearer(credential), timeout=20)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def _link(text: str, url: str) -> str:
+    """The connect link an error result gives, made to reach the test's gateway (its audience is not where it
+    listens)."""
+    start = text.index(f"{AUDIENCE}/oauth/connect/")
+    return url + text[start + len(AUDIENCE):].split()[0]
+
+
+def connect(link: str, issuer: Issuer, crm: Issuer, person: str, account: str) -> httpx.Response:
+    """A browser signed in as ``person`` at the gateway's identity provider and as ``account`` at the CRM's
+    opens ``link``; every redirect followed by hand. The last answer (the gateway's page)."""
+    issuer.signed_in, crm.signed_in = person, account
+    hops, answer = [], httpx.get(link)
+    while answer.status_code in (302, 303):
+        hops.append(urlsplit(answer.headers["location"]))
+        answer = httpx.get(answer.headers["location"])
+    assert [(hop.netloc, hop.path) for hop in hops] == [
+        (urlsplit(issuer.url).netloc, "/authorize"), (urlsplit(link).netloc, "/oauth/callback"),
+        (urlsplit(crm.url).netloc, "/authorize"), (urlsplit(link).netloc, "/oauth/callback")]
+    return answer
+
+
+def test_a_person_connects_once_and_then_calls_as_their_own_account(issuer, crm, world):
+    """alice's first call is an error result with the link; she opens it (signing in at both); her next calls
+    reach the CRM as her CRM account with her own token, which is asked for once. bob is still not connected,
+    and the CRM never sees a gateway token."""
+    api, definitions = world
+    with gateway(issuer, definitions) as url:
+        alice = issuer.token(sub="alice", audience=AUDIENCE, scope="tools")
+        bob = issuer.token(sub="bob", audience=AUDIENCE, scope="tools")
+        first = _call(url, alice)
+        assert first["is_error"] and "alice has not connected their account for 'crm'" in first["text"]
+        assert api.seen == []
+        page = connect(_link(first["text"], url), issuer, crm, "alice", "alice@crm")
+        assert page.status_code == 200 and "connected" in page.text
+        crm_authorize = [g for g in crm.grants if g["grant_type"] == "authorization_code"]
+        assert len(crm_authorize) == 1 and crm_authorize[0]["client"] == "gateway-crm"
+        result = _call(url, alice)["result"]
+        assert result == {"account": "alice@crm", "scope": "contacts", "echo": None}
+        assert _call(url, alice)["result"]["account"] == "alice@crm"
+        assert len([g for g in crm.grants if g["grant_type"] in ("authorization_code", "refresh_token")]) == 1
+        assert "bob has not connected" in _call(url, bob)["text"]
+        assert api.seen and not {f"Bearer {alice}", f"Bearer {bob}"} & set(api.seen)
+
+
+def test_who_connects_is_who_signed_in_not_who_the_link_was_given_to(issuer, crm, world):
+    """The link names no person: alice's link opened by a browser signed in as mallory connects mallory's CRM
+    account to mallory — alice stays unconnected, and never acts as mallory's account (nor the reverse)."""
+    _api, definitions = world
+    with gateway(issuer, definitions) as url:
+        alice = issuer.token(sub="alice", audience=AUDIENCE, scope="tools")
+        mallory = issuer.token(sub="mallory", audience=AUDIENCE, scope="tools")
+        link = _link(_call(url, alice)["text"], url)
+        assert "?" not in link
+        connect(link, issuer, crm, "mallory", "mallory@crm")
+        assert "alice has not connected" in _call(url, alice)["text"]
+        assert _call(url, mallory)["result"]["account"] == "mallory@crm"
+
+
+def test_an_expired_token_is_refreshed_and_the_rotated_one_kept(issuer, crm, world):
+    """The CRM's tokens live 20 s, within the gateway's 30 s margin: each call refreshes first, with the refresh
+    token the last refresh rotated in (the CRM refuses a used one), so calls keep working."""
+    _api, definitions = world
+    crm.lifetime_s = 20
+    try:
+        with gateway(issuer, definitions) as url:
+            alice = issuer.token(sub="alice", audience=AUDIENCE, scope="tools")
+            connect(_link(_call(url, alice)["text"], url), issuer, crm, "alice", "alice@crm")
+            for _ in range(3):
+                assert _call(url, alice)["result"]["account"] == "alice@crm"
+            refreshes = [g for g in crm.grants if g["grant_type"] == "refresh_token"]
+            assert len(refreshes) >= 3 and len({g["refresh_token"] for g in refreshes}) == len(refreshes)
+    finally:
+        crm.lifetime_s = 300
+
+
+def test_a_refused_refresh_asks_the_person_to_connect_again(issuer, crm, world):
+    _api, definitions = world
+    crm.lifetime_s = 20
+    try:
+        with gateway(issuer, definitions) as url:
+            alice = issuer.token(sub="alice", audience=AUDIENCE, scope="tools")
+            connect(_link(_call(url, alice)["text"], url), issuer, crm, "alice", "alice@crm")
+            crm.refresh_tokens.clear()  # the CRM forgot every grant (an admin there revoked them)
+            answer = _call(url, alice)
+            assert answer["is_error"] and "refused by its authorization server" in answer["text"]
+            assert "/oauth/connect/crm" in answer["text"]
+    finally:
+        crm.lifetime_s = 300
+
+
+def test_people_end_their_own_connection_and_admins_anyones(issuer, crm, world):
+    """The listing names connection, person, scope and times — never a token; alice ends hers (the CRM is told to
+    revoke its refresh token), an admin ends bob's; then both are asked to connect again."""
+    _api, definitions = world
+    with gateway(issuer, definitions) as url:
+        alice = issuer.token(sub="alice", audience=AUDIENCE, scope="tools")
+        bob = issuer.token(sub="bob", audience=AUDIENCE, scope="tools")
+        for token, name in ((alice, "alice"), (bob, "bob")):
+            connect(_link(_call(url, token)["text"], url), issuer, crm, name, f"{name}@crm")
+            _call(url, token)
+        listing = httpx.get(f"{url}/admin/api/connections", headers=bearer("ops-key"))
+        assert listing.status_code == 200
+        shown = listing.json()["connections"]
+        assert [(c["connection"], c["user"], c["scope"], c["refreshable"]) for c in shown] == [
+            ("crm", "alice", "contacts", True), ("crm", "bob", "contacts", True)]
+        for secret in [*crm.refresh_tokens, "crm-secret", KEY]:
+            assert secret not in listing.text
+        assert "access_token" not in listing.text and "eyJ" not in listing.text
+        assert httpx.get(f"{url}/admin/api/connections", headers=bearer(alice)).status_code == 403
+        mine = httpx.get(f"{url}/oauth/connections", headers=bearer(alice)).json()["connections"]
+        assert [c["user"] for c in mine] == ["alice"]
+
+        live = set(crm.refresh_tokens)
+        assert httpx.delete(f"{url}/oauth/connections/crm", headers=bearer(alice)).status_code == 204
+        assert set(crm.revoked) & live  # the CRM was told
+        assert "alice has not connected" in _call(url, alice)["text"]
+        assert httpx.delete(f"{url}/oauth/connections/crm", headers=bearer(alice)).status_code == 404
+
+        bobs = next(c["person"] for c in shown if c["user"] == "bob")
+        assert httpx.delete(f"{url}/admin/api/connections/crm", params={"person": bobs},
+                            headers=bearer(alice)).status_code == 403
+        assert httpx.delete(f"{url}/admin/api/connections/crm", params={"person": bobs},
+                            headers=bearer("ops-key")).status_code == 204
+        assert "bob has not connected" in _call(url, bob)["text"]
+
+
+def test_an_api_key_is_nobodys_account(issuer, world):
+    api, definitions = world
+    with gateway(issuer, definitions) as url:
+        answer = _call(url, "robot-key")
+        assert answer["is_error"] and "call it with an OAuth access token" in answer["text"]
+        assert api.seen == []
+        assert httpx.get(f"{url}/oauth/connections", headers=bearer("robot-key")).status_code == 403
+
+
+def test_tokens_are_sealed_at_rest_and_never_in_results_or_logs(issuer, crm, world, tmp_path, caplog):
+    """What the gateway keeps on disk holds no token, no secret and no user name in the clear; a result that
+    echoes the Authorization header shows it redacted; the logs hold no token."""
+    _api, definitions = world
+    caplog.set_level(logging.DEBUG)
+    with gateway(issuer, definitions) as url:
+        alice = issuer.token(sub="alice", audience=AUDIENCE, scope="tools")
+        connect(_link(_call(url, alice)["text"], url), issuer, crm, "alice", "alice@crm")
+        echoed = _call(url, alice, echo=True)["result"]["echo"]
+        assert echoed == "Bearer [secret upstream token]"
+    files = list((tmp_path / "state" / "connections").glob("*"))
+    assert len(files) == 1
+    stored = files[0].read_bytes()
+    refresh = next(iter(crm.refresh_tokens))
+    for clear in (refresh.encode(), b"alice", b"eyJ", b"crm-secret", KEY.encode()):
+        assert clear not in stored
+    assert refresh not in caplog.text and "eyJ" not in caplog.text.replace(alice, "")
+
+
+def test_the_callback_refuses_what_it_did_not_start(issuer, crm, world):
+    """An unknown state, a state used twice, an authorization server's error: each a page saying so, no token."""
+    _api, definitions = world
+    with gateway(issuer, definitions) as url:
+        assert httpx.get(f"{url}/oauth/callback", params={"state": "forged", "code": "x"}).status_code == 400
+        issuer.signed_in = "alice"
+        first = httpx.get(f"{url}/oauth/connect/crm")
+        assert first.status_code == 302
+        back = httpx.get(first.headers["location"]).headers["location"]
+        assert httpx.get(back).status_code == 302  # on to the CRM
+        assert httpx.get(back).status_code == 400  # the same state again
+        state = parse_qs(urlsplit(httpx.get(f"{url}/oauth/connect/crm").headers["location"]).query)["state"][0]
+        refused = httpx.get(f"{url}/oauth/callback", params={"state": state, "error": "access_denied"})
+        assert refused.status_code == 400 and "access_denied" in refused.text
+
+
+def test_a_connection_needs_a_key_to_seal_it(issuer, world):
+    """Without upstream_oauth_key_secret the definitions are refused, at the auth's line, saying what to set."""
+    _api, definitions = world
+    settings = _settings(issuer) | {"upstream_oauth_key_secret": ""}
+    with pytest.raises(DefinitionsInvalid) as refused, running(definitions, **settings):
+        pass
+    assert "crm.yaml:13:13" in str(refused.value) and "upstream_oauth_key_secret" in str(refused.value)
+
+
+def test_in_a_cluster_a_connection_made_at_one_replica_serves_the_others(issuer, crm, world, tmp_path):
+    """Two gateways sharing a real redis-server: alice connects through the first, calls through the second; the
+    record in Redis is sealed; she ends it at the second and the first stops using it at once."""
+    _api, definitions = world
+    redis = RedisServer(tmp_path)
+    redis.start()
+    try:
+        cluster = {"cluster": {"redis_url": redis.url}}
+        with gateway(issuer, definitions, **cluster) as first, gateway(issuer, definitions, **cluster) as second:
+            alice = issuer.token(sub="alice", audience=AUDIENCE, scope="tools")
+            link = _link(_call(url=first, credential=alice)["text"], first)
+            connect(link, issuer, crm, "alice", "alice@crm")
+            assert _call(second, alice)["result"]["account"] == "alice@crm"
+            import redis as redis_client
+
+            stored = redis_client.Redis.from_url(redis.url)
+            values = [stored.get(key) for key in stored.keys("*connection:*")]
+            assert len(values) == 1 and b"alice" not in values[0] and b"eyJ" not in values[0]
+            assert not list((tmp_path / "state").glob("connections/*"))
+            assert httpx.delete(f"{second}/oauth/connections/crm", headers=bearer(alice)).status_code == 204
+            assert "alice has not connected" in _call(first, alice)["text"]
+    finally:
+        redis.stop()
