@@ -74,6 +74,15 @@ class ToolError(GatewayError):
     outcome = "error"  # the call's outcome in events, metrics and the audit trail (gateway.events.CALL_OUTCOMES)
 
 
+class ConnectionNeeded(ToolError):
+    """A call its person must first connect an account for (``gateway.upstream.connections``): ``url`` is where.
+    The message says so to every caller; an MCP client that accepts URL-mode elicitation is sent there instead."""
+
+    def __init__(self, message: str, url: str):
+        super().__init__(message)
+        self.url = url
+
+
 class ArgumentsInvalid(ToolError):
     outcome = "invalid_arguments"
 

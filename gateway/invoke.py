@@ -143,7 +143,7 @@ async def _call(catalog: Catalog, tool: Tool, raw_arguments: Any, context: CallC
     except RateLimited as exc:
         return dataclasses.replace(error_result(tool.id, str(exc), side, exc.outcome), retry_after_s=exc.retry_after_s)
     except ToolError as exc:
-        return error_result(tool.id, str(exc), side, exc.outcome)
+        return error_result(tool.id, str(exc), side, exc.outcome, getattr(exc, "url", None))
     except asyncio.CancelledError:
         raise
     except BaseException as exc:  # noqa: BLE001 — the tool's own bug, logged by _failure
@@ -243,7 +243,7 @@ async def _answer(step: Awaitable[ToolResult], who: str, call: FilterCall) -> To
     try:
         return await step
     except ToolError as exc:
-        return error_result(call.tool.id, str(exc), call.side, exc.outcome)
+        return error_result(call.tool.id, str(exc), call.side, exc.outcome, getattr(exc, "url", None))
     except asyncio.CancelledError:
         raise
     except BaseException as exc:  # noqa: BLE001 — a filter's or the tool's own bug, logged by _failure

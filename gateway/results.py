@@ -37,6 +37,7 @@ class ToolResult:
     outcome: str = ""
     retry_after_s: float | None = None  # a call refused by a rate limit: when one would be taken
     content: tuple[Block, ...] | None = None  # MCP content blocks the tool answered with (gateway.content.blocks)
+    connect_url: str | None = None  # a ConnectionNeeded error: where its person connects (MCP: URL elicitation)
 
     def blocks(self) -> list[Block]:
         """The MCP content blocks to send: the tool's own, or the text as one (``gateway.content.blocks.served``)."""
@@ -55,9 +56,11 @@ class ToolResult:
         return body
 
 
-def error_result(tool_id: str, message: str, side: str = "server", outcome: str = "error") -> ToolResult:
+def error_result(tool_id: str, message: str, side: str = "server", outcome: str = "error",
+                 connect_url: str | None = None) -> ToolResult:
     message = replace_lone(message)  # an upstream's error text may hold what no client can decode
-    return ToolResult(tool=tool_id, is_error=True, value=None, text=message, error=message, side=side, outcome=outcome)
+    return ToolResult(tool=tool_id, is_error=True, value=None, text=message, error=message, side=side, outcome=outcome,
+                      connect_url=connect_url)
 
 
 def normalise(tool: Tool, value: Any, side: str, max_chars: int) -> ToolResult:

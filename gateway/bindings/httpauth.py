@@ -18,7 +18,7 @@ import httpx
 from .. import secrets as secret_store
 from ..context import CallContext
 from ..definitions.model import ToolDefinition
-from ..errors import ToolError
+from ..errors import ConnectionNeeded, ToolError
 from ..identity.config import SECRET
 from ..upstream.tokens import AuthSpec, TokenSource, TokenUnavailable
 from . import BuildEnv
@@ -116,7 +116,9 @@ async def _connected(tool_id: str, source: TokenSource, client: httpx.AsyncClien
     hidden = [(source.spec.secret_name, secret)]
     try:
         token = await connections.token(source, client, secret, context.issuer, user, link)
-    except (NotConnected, NotAPerson) as exc:
+    except NotConnected as exc:
+        raise ConnectionNeeded(f"Tool '{tool_id}' cannot run: {exc}.", link) from None
+    except NotAPerson as exc:
         raise ToolError(f"Tool '{tool_id}' cannot run: {exc}.") from None
     except TokenUnavailable as exc:
         raise ToolError(f"Tool '{tool_id}' cannot get a token for its upstream: "

@@ -32,6 +32,7 @@ from ..identity.grants import TokenRefused
 from ..runtime.gateway import Gateway
 from ..upstream.connections import Connections, Declared, challenge, person
 from ..upstream.tokens import AuthSpec, TokenSource, TokenUnavailable
+from ..upstream.tokens import TokenRefused as CodeRefused
 from .admin.signin import ConsoleSignIn, SignInUnavailable
 from .http.auth import Caller, authenticate
 from .http.errors import error_response, json_response
@@ -69,7 +70,7 @@ class PersonConnect:
         try:
             provider = await self.sign_in.answer()
             verifier = secrets.token_urlsafe(48)
-            state = await self.gateway.connections().remember_flow(
+            state = self.gateway.connections().sealed_state(
                 {"kind": "who", "connection": name, "verifier": verifier, "redirect_uri": redirect_uri})
         except (SignInUnavailable, TokenUnavailable) as exc:
             return page(502, "Cannot connect", str(exc))
@@ -101,6 +102,8 @@ class PersonConnect:
             await connections.finish(flow, client, code)
         except TokenRefused as exc:
             return page(403, "Not connected", f"'{name}': the identity provider's token was refused: {exc}")
+        except CodeRefused as exc:  # a code used before, or not this client's: the browser's flow is over
+            return page(400, "Not connected", f"'{name}': {exc}")
         except TokenUnavailable as exc:
             return page(502, "Not connected", f"'{name}': {exc}")
         return page(200, "Connected", f"Your account for '{name}' is connected: the tools that use it act as you "
@@ -116,10 +119,11 @@ class PersonConnect:
             "resource": provider["resource"]})
         try:
             answer = json.loads(body)
-            token = answer["access_token"]
+            token = answer["access_token"] if status == 200 else None
         except (ValueError, KeyError, TypeError):
-            raise TokenUnavailable(f"the identity provider's token endpoint answered HTTP {status} without a "
-                                   "token") from None
+            token = None
+        if not isinstance(token, str):
+            raise CodeRefused(f"the identity provider did not give a token for the sign-in (HTTP {status})")
         assert self.gateway.identity is not None
         identity = await self.gateway.identity.identity(str(token))
         return identity.user, identity.issuer

@@ -51,6 +51,8 @@ REVALIDATE_S = 10.0
 MAX_REMEMBERED = 10_000
 PREFIX = "connection:"
 FLOW_PREFIX = "oauth-flow:"
+SEALED = "s."  # a state that carries its flow (``sealed_state``) rather than naming a stored one
+MAX_STATE_CHARS = 2048
 SHOWN = ("connection", "user", "person", "scope", "connected_at", "refreshed_at", "expires_at")  # never a token
 
 
@@ -296,8 +298,16 @@ class Connections:
 
     # -- the authorizations under way ----------------------------------------------------------------------------
 
+    def sealed_state(self, flow: dict[str, Any]) -> str:
+        """A ``state`` that is ``flow`` itself, sealed (it holds a PKCE verifier) and dated: for the sign-in leg,
+        which anyone may start, so that starting one stores nothing — a flood of anonymous starts fills no
+        memory and evicts nothing. Its code is the identity provider's to take once."""
+        self._ready()
+        return SEALED + self._fernet.encrypt(json.dumps(flow).encode()).decode()
+
     async def remember_flow(self, flow: dict[str, Any]) -> str:
-        """Keep ``flow`` (sealed: it holds a PKCE verifier) under a new ``state``, for ``FLOW_TTL_S``."""
+        """Keep ``flow`` (sealed: it holds a PKCE verifier) under a new ``state``, for ``FLOW_TTL_S``, used once:
+        for the upstream leg, which only a person signed in at the identity provider reaches."""
         self._ready()
         state = secrets.token_urlsafe(32)
         await self.state.put(FLOW_PREFIX + _digest(state), self._fernet.encrypt(json.dumps(flow).encode()),
@@ -306,8 +316,10 @@ class Connections:
 
     async def take_flow(self, state: str) -> dict[str, Any] | None:
         """The flow kept under ``state``, once (None: unknown, used, or expired)."""
-        if not state or len(state) > 256 or self.key_problem() is not None:
+        if not state or len(state) > MAX_STATE_CHARS or self.key_problem() is not None:
             return None
+        if state.startswith(SEALED):
+            return self._unseal(state[len(SEALED):].encode(), int(FLOW_TTL_S))
         key = FLOW_PREFIX + _digest(state)
         sealed = await self.state.get(key)
         if sealed is None:

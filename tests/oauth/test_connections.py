@@ -20,6 +20,9 @@ import httpx
 import jwt
 import pytest
 from issuer import Issuer, issuing
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
 from oauth_support import AUDIENCE, bearer
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -276,7 +279,8 @@ def test_tokens_are_sealed_at_rest_and_never_in_results_or_logs(issuer, crm, wor
 
 
 def test_the_callback_refuses_what_it_did_not_start(issuer, crm, world):
-    """An unknown state, a state used twice, an authorization server's error: each a page saying so, no token."""
+    """An unknown state, either leg's answer used twice, an authorization server's error: each a page saying so,
+    no token."""
     _api, definitions = world
     with gateway(issuer, definitions) as url:
         assert httpx.get(f"{url}/oauth/callback", params={"state": "forged", "code": "x"}).status_code == 400
@@ -284,8 +288,14 @@ def test_the_callback_refuses_what_it_did_not_start(issuer, crm, world):
         first = httpx.get(f"{url}/oauth/connect/crm")
         assert first.status_code == 302
         back = httpx.get(first.headers["location"]).headers["location"]
-        assert httpx.get(back).status_code == 302  # on to the CRM
-        assert httpx.get(back).status_code == 400  # the same state again
+        to_crm = httpx.get(back)
+        assert to_crm.status_code == 302  # on to the CRM
+        again = httpx.get(back)  # the sign-in's answer again: its code was used
+        assert again.status_code == 400 and "did not give a token" in again.text
+        crm.signed_in = "alice@crm"
+        from_crm = httpx.get(to_crm.headers["location"]).headers["location"]
+        assert httpx.get(from_crm).status_code == 200
+        assert httpx.get(from_crm).status_code == 400  # the upstream's answer again: its state is used up
         state = parse_qs(urlsplit(httpx.get(f"{url}/oauth/connect/crm").headers["location"]).query)["state"][0]
         refused = httpx.get(f"{url}/oauth/callback", params={"state": state, "error": "access_denied"})
         assert refused.status_code == 400 and "access_denied" in refused.text
@@ -323,3 +333,83 @@ def test_in_a_cluster_a_connection_made_at_one_replica_serves_the_others(issuer,
             assert "alice has not connected" in _call(first, alice)["text"]
     finally:
         redis.stop()
+
+
+async def _mcp_call(url: str, token: str, *, elicits: bool):
+    """``crm_me`` called with the official ``mcp`` client (``elicits``: it declares elicitation, form and URL):
+    its result, or the JSON-RPC error it raised."""
+
+    async def answer(context, params):  # never asked here: the URL comes in the call's error
+        raise AssertionError("no elicitation request was expected")
+
+    async with httpx.AsyncClient(headers=bearer(token)) as http, \
+            streamable_http_client(f"{url}/mcp", http_client=http) as (read, write), \
+            ClientSession(read, write, elicitation_callback=answer if elicits else None) as session:
+        await session.initialize()
+        try:
+            return await session.call_tool("crm_me", {})
+        except MCPError as exc:
+            return exc
+
+
+@pytest.mark.anyio
+async def test_an_mcp_client_that_accepts_url_elicitation_is_sent_to_connect(issuer, crm, world):
+    """On MCP, a client that declared URL-mode elicitation gets URLElicitationRequiredError (-32042) carrying the
+    connect link; one that did not gets the error result with the link in its text. Once connected, both calls
+    reach the CRM as alice's account."""
+    _api, definitions = world
+    with gateway(issuer, definitions) as url:
+        alice = issuer.token(sub="alice", audience=f"{AUDIENCE}/mcp", scope="tools")
+        raised = await _mcp_call(url, alice, elicits=True)
+        assert isinstance(raised, MCPError) and raised.error.code == -32042
+        required = UrlElicitationRequiredError.from_error(raised.error)
+        (elicitation,) = required.elicitations
+        assert elicitation.mode == "url" and elicitation.url == f"{AUDIENCE}/oauth/connect/crm"
+        assert "alice has not connected" in elicitation.message and elicitation.elicitation_id
+
+        plain = await _mcp_call(url, alice, elicits=False)
+        assert plain.is_error and f"{AUDIENCE}/oauth/connect/crm" in plain.content[0].text
+
+        connect(url + "/oauth/connect/crm", issuer, crm, "alice", "alice@crm")
+        for elicits in (True, False):
+            result = await _mcp_call(url, alice, elicits=elicits)
+            assert not result.is_error and '"alice@crm"' in result.content[0].text
+
+
+def test_the_wire_shape_of_url_elicitation_on_both_mcp_paths(issuer, world):
+    """Raw JSON-RPC on a 2025-11-25 session: a client declaring ``elicitation.url`` gets error -32042 whose data
+    lists one URL elicitation — whether the call is answered as JSON (the fast path) or as SSE (the SDK's)."""
+    _api, definitions = world
+    with gateway(issuer, definitions) as url:
+        alice = issuer.token(sub="alice", audience=f"{AUDIENCE}/mcp", scope="tools")
+        base = {**bearer(alice), "MCP-Protocol-Version": "2025-11-25"}
+        with httpx.Client(base_url=url, timeout=20) as http:
+            opened = http.post("/mcp", headers={**base, "Accept": "application/json, text/event-stream"}, json={
+                "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "clientInfo": {"name": "raw", "version": "1"},
+                    "capabilities": {"elicitation": {"form": {}, "url": {}}}}})
+            session = {**base, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+            http.post("/mcp", headers={**session, "Accept": "application/json, text/event-stream"},
+                      json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "crm_me", "arguments": {}}}
+            as_json = http.post("/mcp", headers={**session, "Accept": "application/json"}, json=call).json()
+            as_sse = http.post("/mcp", headers={**session, "Accept": "text/event-stream, application/json"},
+                               json={**call, "id": 2}).text
+    error = as_json["error"]
+    assert error["code"] == -32042
+    assert error["data"]["elicitations"][0]["url"] == f"{AUDIENCE}/oauth/connect/crm"
+    assert error["data"]["elicitations"][0]["mode"] == "url"
+    assert '"code":-32042' in as_sse.replace(" ", "") and "/oauth/connect/crm" in as_sse
+
+
+def test_anonymous_starts_store_nothing(issuer, world):
+    """Anyone may open a connect link; 300 starts leave no record in the shared state (the sign-in leg's state
+    carries its own sealed flow), so a flood evicts nothing and fills nothing."""
+    import asyncio
+
+    _api, definitions = world
+    with running(definitions, **_settings(issuer)) as served, httpx.Client() as http:
+        before = set(asyncio.run(served.gateway.state.scan("")))  # the replica's own record
+        for _ in range(300):
+            assert http.get(f"{served.url}/oauth/connect/crm").status_code == 302
+        assert set(asyncio.run(served.gateway.state.scan(""))) == before

@@ -133,7 +133,8 @@ class FastPath:
         typed = validated(types, method, version, params)
         if typed is None:
             return False
-        outcome = await self._outcome(scope, headers, request_id, method, version, typed, types, None)
+        outcome = await self._outcome(scope, headers, request_id, method, version, typed, types, None,
+                                      params["_meta"][types.capabilities_key])
         status = MODERN_ERROR_STATUS.get(outcome.code, 200) if outcome.code is not None else 200
         await _respond(send, status, [(b"content-length", b"%d" % len(outcome.body)), (b"content-type", JSON_BYTES),
                                       *added], outcome.body)
@@ -157,7 +158,7 @@ class FastPath:
         with session.serving():
             cancellable = (scope[SCOPE_KEY].name, session_id, coerce_id(request_id)) if session.held else None
             outcome = await self._outcome(scope, headers, request_id, method, session.version, typed, types,
-                                          cancellable)
+                                          cancellable, session.capabilities)
             await _respond(send, 200, [(b"content-type", JSON_BYTES), (b"mcp-session-id", session_id.encode("latin-1")),
                                        (b"content-length", b"%d" % len(outcome.body)), *added], outcome.body)
         return True
@@ -180,7 +181,8 @@ class FastPath:
     # -- the answer -----------------------------------------------------------------------------------------
 
     async def _outcome(self, scope: Scope, headers: Mapping[str, str], request_id: Any, method: str, version: str,
-                       typed: Any, types: Types, cancellable: tuple[str | None, str, Any] | None) -> _Outcome:
+                       typed: Any, types: Types, cancellable: tuple[str | None, str, Any] | None,
+                       capabilities: Any) -> _Outcome:
         modern = version in types.modern
         caller = scope[SCOPE_KEY]
         call = _Call() if cancellable is not None else None
@@ -192,7 +194,8 @@ class FastPath:
                     result = self._page(caller, headers, typed, version, types)
                 else:
                     shaped = self._shaped(types, method, version,
-                                          await self.handlers.call_tool(caller, headers, request_id, typed))
+                                          await self.handlers.call_tool(caller, headers, request_id, typed,
+                                                                        capabilities=capabilities))
                     result = to_json(shaped)
             except asyncio.CancelledError:
                 if call is None or not call.taken():  # not (only) the client's cancellation: it goes on
@@ -201,7 +204,7 @@ class FastPath:
                 if cancellable is not None and self._cancellable.get(cancellable) is call:
                     del self._cancellable[cancellable]
         except ProtocolError as exc:
-            error = _Outcome.error(request_id, exc.code, exc.message)
+            error = _Outcome.error(request_id, exc.code, exc.message, exc.data)
         except Exception as exc:
             log.exception("MCP %s failed", method)
             # As the SDK answers: a generic internal error on 2026-07-28; on the handshake revisions its
@@ -292,8 +295,11 @@ class _Outcome(NamedTuple):  # a tuple: built on every call, at a third of a fro
     code: int | None = None  # a JSON-RPC error's
 
     @classmethod
-    def error(cls, request_id: Any, code: int, message: str) -> _Outcome:
-        return cls(to_json({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}), code)
+    def error(cls, request_id: Any, code: int, message: str, data: Any = None) -> _Outcome:
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        return cls(to_json({"jsonrpc": "2.0", "id": request_id, "error": error}), code)
 
 
 async def _respond(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:

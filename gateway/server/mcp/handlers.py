@@ -6,13 +6,16 @@ shaping their results as the SDK would). One module both import, so the two answ
   browser session in ``_meta["gateway/session"]``), filtered by the caller's API key, in pages of
   ``PAGE_SIZE``. Entries come from ``gateway.formats.mcp``, computed once per catalog.
 - ``tools/call``: through ``invoke``. Argument and tool failures are ``isError`` results an LLM can read;
-  an unknown tool, or one the key may not use, is a JSON-RPC error (``ProtocolError``).
+  an unknown tool, or one the key may not use, is a JSON-RPC error (``ProtocolError``). So is a call whose person
+  must first connect an account (``ToolResult.connect_url``) from a client that declared URL-mode elicitation:
+  ``URLElicitationRequiredError`` (-32042), which its user is shown as a link to open, then the call is made again.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,7 +28,7 @@ from ...invoke import invoke
 from ...results import ToolResult
 from ...runtime.gateway import Gateway
 from ..http.auth import Caller, unknown_tool
-from .messages import INVALID_PARAMS, ProtocolError
+from .messages import INVALID_PARAMS, URL_ELICITATION_REQUIRED, ProtocolError
 
 log = logging.getLogger("gateway.mcp")
 PAGE_SIZE = 500
@@ -71,7 +74,8 @@ class ToolHandlers:
         return type(name) is str and name in talking
 
     async def call_tool(self, caller: Caller, headers: Mapping[str, str], request_id: Any, params: Any,
-                        client: ClientChannel = SILENT) -> dict[str, Any]:
+                        client: ClientChannel = SILENT, capabilities: Any = None) -> dict[str, Any]:
+        """``capabilities``: the calling client's (a model, or its JSON), for URL elicitation."""
         catalog = self.gateway.catalog
         tool = catalog.tools.get(params.name)
         # A tool the key may not use is unknown to it, as on REST: neither told apart nor suggested.
@@ -81,6 +85,10 @@ class ToolHandlers:
             raise ProtocolError(INVALID_PARAMS, str(unknown_tool(params.name, known)))
         result = await invoke(catalog, tool.id, params.arguments,
                               _context(headers, caller, request_id, params.meta, client))
+        if result.connect_url is not None and accepts_url_elicitation(capabilities):
+            elicitation = {"mode": "url", "elicitationId": uuid.uuid4().hex, "url": result.connect_url,
+                           "message": result.text}
+            raise ProtocolError(URL_ELICITATION_REQUIRED, result.text, {"elicitations": [elicitation]})
         return self.call_result(tool, result)
 
     def input_schema(self, name: str) -> Any:
@@ -117,6 +125,15 @@ class ToolHandlers:
         if result.structured:
             body["structuredContent"] = mcp_format.structured_content(tool, result.value)
         return body
+
+
+def accepts_url_elicitation(capabilities: Any) -> bool:
+    """Whether client ``capabilities`` (``ClientCapabilities``, or their JSON) declare URL-mode elicitation."""
+    if isinstance(capabilities, Mapping):
+        elicitation = capabilities.get("elicitation")
+        return isinstance(elicitation, Mapping) and isinstance(elicitation.get("url"), Mapping)
+    elicitation = getattr(capabilities, "elicitation", None)
+    return elicitation is not None and getattr(elicitation, "url", None) is not None
 
 
 def _entries(catalog: Catalog) -> dict[str, dict[str, Any]]:

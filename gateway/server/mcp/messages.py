@@ -25,6 +25,7 @@ FAST_METHODS = frozenset({"tools/call", "tools/list"})
 # JSON-RPC's codes, and the SDK's answer to a cancelled 2025-era request (mcp.server.streamable_http).
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32602, -32603
 REQUEST_CANCELLED = -32800
+URL_ELICITATION_REQUIRED = -32042  # 2025-11-25: the client's user must open a URL first
 MODERN_ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400}  # else 200 (mcp.shared.inbound)
 ENVELOPE = frozenset({"jsonrpc", "id", "method", "params"})
 ROUTING_HEADERS = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
@@ -40,10 +41,11 @@ CALL_SHAPES = {"2025-11-25": False, "2026-07-28": True}
 class ProtocolError(Exception):
     """A JSON-RPC error a handler answers with (the SDK path raises it as its ``MCPError``)."""
 
-    def __init__(self, code: int, message: str):
+    def __init__(self, code: int, message: str, data: Any = None):
         super().__init__(code, message)
         self.code = code
         self.message = message
+        self.data = data
 
 
 @dataclass(frozen=True)

@@ -218,9 +218,9 @@ class SdkServer:
         try:
             channel = McpChannel(ctx, self.log_levels, params)
             result = await self.handlers.call_tool(ctx.request.scope[SCOPE_KEY], ctx.request.headers, ctx.request_id,
-                                                   params, channel)
+                                                   params, channel, ctx.session.client_capabilities)
         except ProtocolError as exc:
-            raise MCPError(exc.code, exc.message) from None
+            raise MCPError(exc.code, exc.message, exc.data) from None
         # A 2026-07-28 tool that asked its client something ends this round with the question (mcp_channel.Rounds).
         return channel.rounds.result() if channel.rounds is not None and channel.rounds.pending else result
 

@@ -70,6 +70,7 @@ class FastSession(NamedTuple):
     version: str
     held: bool
     serving: Any  # () -> a context manager
+    capabilities: Any = None  # the client's (``ClientCapabilities`` held here; their JSON from a record)
 
 
 
@@ -162,7 +163,8 @@ class SharedSessions:
             if (connection is None or not connection.initialize_accepted or transport.is_terminated
                     or session_id in self.manager._session_owners or (idle is not None and idle.cancel_called)):
                 return None
-            return FastSession(connection.protocol_version, True, lambda: self._serving(session_id, transport))
+            return FastSession(connection.protocol_version, True, lambda: self._serving(session_id, transport),
+                               connection.client_capabilities)
         if not SESSION_ID_PATTERN.fullmatch(session_id):
             return None
         try:
@@ -171,7 +173,7 @@ class SharedSessions:
             return None
         if record is None:
             return None
-        return FastSession(record["version"], False, lambda: self._serving(session_id, None))
+        return FastSession(record["version"], False, lambda: self._serving(session_id, None), record.get("capabilities"))
 
     def _owned(self, session_id: str, owner: str | None) -> bool:
         """Whether ``owner`` opened this session held here. The SDK checks a session's credential only when the
