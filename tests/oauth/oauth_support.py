@@ -3,6 +3,15 @@ gateway's resource URL."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import jwt
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
 TOOLS = """\
 tools:
   - id: whoami
@@ -47,3 +56,26 @@ RULES = [{"scope": "finance", "toolsets": ["finance"]},
 
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+class BearerApi:
+    """An upstream API: ``GET /me`` checks the bearer token against ``issuer``'s key for ``audience`` and answers
+    ``shown(claims)``, with the Authorization it got under ``echo`` when asked (``?echo=1``). ``seen``: every
+    Authorization sent to it."""
+
+    def __init__(self, issuer: Any, audience: str, shown: Callable[[dict[str, Any]], dict[str, Any]]):
+        self.issuer, self.audience, self.shown = issuer, audience, shown
+        self.seen: list[str] = []
+
+    def app(self) -> Starlette:
+        async def me(request: Request) -> JSONResponse:
+            sent = request.headers.get("authorization", "")
+            self.seen.append(sent)
+            try:
+                claims = jwt.decode(sent.removeprefix("Bearer "), self.issuer.keys[0].private.public_key(),
+                                    algorithms=["RS256"], audience=self.audience, issuer=self.issuer.url)
+            except jwt.InvalidTokenError as exc:
+                return JSONResponse({"error": str(exc)}, 401)
+            return JSONResponse({**self.shown(claims), "echo": sent if request.query_params.get("echo") else None})
+
+        return Starlette(routes=[Route("/me", me)])

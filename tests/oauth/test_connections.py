@@ -17,17 +17,12 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
-import jwt
 import pytest
 from issuer import Issuer, issuing
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
-from oauth_support import AUDIENCE, bearer
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
+from oauth_support import AUDIENCE, BearerApi, bearer
 from support import RedisServer, running, serving
 
 from gateway.errors import DefinitionsInvalid
@@ -59,27 +54,6 @@ tools:
 """
 
 
-class CrmApi:
-    """Checks the CRM issuer's tokens and answers whose they are."""
-
-    def __init__(self, crm: Issuer):
-        self.crm = crm
-        self.seen: list[str] = []
-
-    def app(self) -> Starlette:
-        async def me(request: Request) -> JSONResponse:
-            sent = request.headers.get("authorization", "")
-            self.seen.append(sent)
-            try:
-                claims = jwt.decode(sent.removeprefix("Bearer "), self.crm.keys[0].private.public_key(),
-                                    algorithms=["RS256"], audience=CRM, issuer=self.crm.url)
-            except jwt.InvalidTokenError as exc:
-                return JSONResponse({"error": str(exc)}, 401)
-            return JSONResponse({"account": claims["sub"], "scope": claims["scope"],
-                                 "echo": sent if request.query_params.get("echo") else None})
-
-        return Starlette(routes=[Route("/me", me)])
-
 
 @pytest.fixture(scope="module")
 def crm() -> Iterator[Issuer]:
@@ -93,7 +67,7 @@ def world(issuer: Issuer, crm: Issuer, tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("CONNECTIONS_KEY", KEY)
     monkeypatch.setenv("TOOL_GATEWAY_STATE_DIR", str(tmp_path / "state"))
     crm.revoked.clear()
-    api = CrmApi(crm)
+    api = BearerApi(crm, CRM, lambda claims: {"account": claims["sub"], "scope": claims["scope"]})
     with serving(api.app()) as server:
         definitions = tmp_path / "definitions"
         definitions.mkdir()
@@ -182,36 +156,37 @@ def test_who_connects_is_who_signed_in_not_who_the_link_was_given_to(issuer, crm
         assert _call(url, mallory)["result"]["account"] == "mallory@crm"
 
 
-def test_an_expired_token_is_refreshed_and_the_rotated_one_kept(issuer, crm, world):
-    """The CRM's tokens live 20 s, within the gateway's 30 s margin: each call refreshes first, with the refresh
-    token the last refresh rotated in (the CRM refuses a used one), so calls keep working."""
+@pytest.fixture
+def short_lived(issuer: Issuer, crm: Issuer, world) -> Iterator[tuple[str, str]]:
+    """A gateway and alice's token, alice connected to a CRM whose tokens live 20 s: within the gateway's 30 s
+    margin, so each call refreshes first."""
     _api, definitions = world
     crm.lifetime_s = 20
     try:
         with gateway(issuer, definitions) as url:
             alice = issuer.token(sub="alice", audience=AUDIENCE, scope="tools")
             connect(_link(_call(url, alice)["text"], url), issuer, crm, "alice", "alice@crm")
-            for _ in range(3):
-                assert _call(url, alice)["result"]["account"] == "alice@crm"
-            refreshes = [g for g in crm.grants if g["grant_type"] == "refresh_token"]
-            assert len(refreshes) >= 3 and len({g["refresh_token"] for g in refreshes}) == len(refreshes)
+            yield url, alice
     finally:
         crm.lifetime_s = 300
 
 
-def test_a_refused_refresh_asks_the_person_to_connect_again(issuer, crm, world):
-    _api, definitions = world
-    crm.lifetime_s = 20
-    try:
-        with gateway(issuer, definitions) as url:
-            alice = issuer.token(sub="alice", audience=AUDIENCE, scope="tools")
-            connect(_link(_call(url, alice)["text"], url), issuer, crm, "alice", "alice@crm")
-            crm.refresh_tokens.clear()  # the CRM forgot every grant (an admin there revoked them)
-            answer = _call(url, alice)
-            assert answer["is_error"] and "refused by its authorization server" in answer["text"]
-            assert "/oauth/connect/crm" in answer["text"]
-    finally:
-        crm.lifetime_s = 300
+def test_an_expired_token_is_refreshed_and_the_rotated_one_kept(crm, short_lived):
+    """Each refresh sends the refresh token the last one rotated in (the CRM refuses a used one): calls keep
+    working."""
+    url, alice = short_lived
+    for _ in range(3):
+        assert _call(url, alice)["result"]["account"] == "alice@crm"
+    refreshes = [g for g in crm.grants if g["grant_type"] == "refresh_token"]
+    assert len(refreshes) >= 3 and len({g["refresh_token"] for g in refreshes}) == len(refreshes)
+
+
+def test_a_refused_refresh_asks_the_person_to_connect_again(crm, short_lived):
+    url, alice = short_lived
+    crm.refresh_tokens.clear()  # the CRM forgot every grant (an admin there revoked them)
+    answer = _call(url, alice)
+    assert answer["is_error"] and "refused by its authorization server" in answer["text"]
+    assert "/oauth/connect/crm" in answer["text"]
 
 
 def test_people_end_their_own_connection_and_admins_anyones(issuer, crm, world):

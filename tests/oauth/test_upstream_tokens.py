@@ -9,14 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import jwt
 import pytest
 from issuer import Issuer
-from oauth_support import AUDIENCE, bearer
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
+from oauth_support import AUDIENCE, BearerApi, bearer
 from support import running, serving
 
 from gateway.identity.config import parse
@@ -24,27 +19,6 @@ from gateway.settings import _api_key, hash_key
 
 API = "https://api.example"  # the audience the API's tokens must name
 
-
-class Api:
-    """An upstream API that checks bearer tokens against the issuer's key and answers whose they are."""
-
-    def __init__(self, issuer: Issuer):
-        self.issuer = issuer
-        self.authorizations: list[str] = []
-
-    def app(self) -> Starlette:
-        async def me(request: Request) -> JSONResponse:
-            sent = request.headers.get("authorization", "")
-            self.authorizations.append(sent)
-            try:
-                claims = jwt.decode(sent.removeprefix("Bearer "), self.issuer.keys[0].private.public_key(),
-                                    algorithms=["RS256"], audience=API, issuer=self.issuer.url)
-            except jwt.InvalidTokenError as exc:
-                return JSONResponse({"error": str(exc)}, 401)
-            return JSONResponse({"sub": claims["sub"], "aud": claims["aud"], "act": claims.get("act"),
-                                 "echo": sent if request.query_params.get("echo") else None})
-
-        return Starlette(routes=[Route("/me", me)])
 
 
 TOOLS = """\
@@ -85,9 +59,9 @@ sources:
 
 
 @pytest.fixture
-def upstream(issuer: Issuer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Api, str]]:
+def upstream(issuer: Issuer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[BearerApi, str]]:
     monkeypatch.setenv("GW_SECRET", "gateway-secret")
-    api = Api(issuer)
+    api = BearerApi(issuer, API, lambda c: {"sub": c["sub"], "aud": c["aud"], "act": c.get("act")})
     issuer.grants.clear()
     with serving(api.app()) as server:
         (tmp_path / "api.yaml").write_text(TOOLS.format(api=server.url, aud=API), encoding="utf-8")
@@ -125,7 +99,7 @@ def test_each_person_reaches_the_api_as_themselves(issuer, upstream):
     assert [grant["audience"] for grant in exchanges] == [API, API]
     assert _call(url, "my_profile", alice)["result"]["sub"] == "alice"
     assert len([g for g in issuer.grants if g["grant_type"].endswith("token-exchange")]) == 2
-    assert api.authorizations and not {f"Bearer {alice}", f"Bearer {bob}"} & set(api.authorizations)
+    assert api.seen and not {f"Bearer {alice}", f"Bearer {bob}"} & set(api.seen)
 
 
 def test_the_exchanged_token_is_redacted_from_results(issuer, upstream):
@@ -139,7 +113,7 @@ def test_an_api_key_has_no_person_to_exchange_for(upstream):
     api, url = upstream
     answer = _call(url, "my_profile", "robot-key")
     assert answer["is_error"] and "call it with an access token" in answer["text"]
-    assert api.authorizations == []
+    assert api.seen == []
 
 
 def test_the_service_account_token_is_shared_and_kept(issuer, upstream):
@@ -158,7 +132,7 @@ def test_a_refusing_identity_provider_is_an_error_result_without_secrets(issuer,
     answer = _call(url, "my_profile", alice)
     assert answer["is_error"] and "refused: invalid_client" in answer["text"]
     assert "a-wrong-secret-value" not in answer["text"] and alice not in answer["text"]
-    assert api.authorizations == []
+    assert api.seen == []
 
 
 
