@@ -21,7 +21,7 @@ import html
 import json
 import logging
 import secrets
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from starlette.requests import Request
@@ -30,12 +30,12 @@ from starlette.routing import BaseRoute, Route
 
 from ..identity.grants import TokenRefused
 from ..runtime.gateway import Gateway
-from ..upstream.connections import Connections, Declared, challenge, person
-from ..upstream.tokens import AuthSpec, TokenSource, TokenUnavailable
-from ..upstream.tokens import TokenRefused as CodeRefused
 from .admin.signin import ConsoleSignIn, SignInUnavailable
 from .http.auth import Caller, authenticate
 from .http.errors import error_response, json_response
+
+if TYPE_CHECKING:  # the modules themselves on first use: an app declaring no connection never loads httpx
+    from ..upstream.connections import Connections, Declared
 
 log = logging.getLogger("gateway.connections")
 
@@ -63,6 +63,9 @@ class PersonConnect:
         return self.gateway.connections().declared(name)
 
     async def connect(self, request: Request, declared: Declared, redirect_uri: str) -> Response:
+        from ..upstream.connections import challenge
+        from ..upstream.tokens import TokenUnavailable
+
         name = declared.spec.connection
         if not self.sign_in.configured or self.gateway.identity is None:
             return page(501, "Cannot connect", f"Connecting an account for '{name}' needs the gateway's sign-in at "
@@ -81,6 +84,10 @@ class PersonConnect:
         return _redirect(f"{endpoint}{'&' if '?' in endpoint else '?'}{urlencode(query)}")
 
     async def callback(self, request: Request, flow: dict[str, Any]) -> Response:
+        from ..upstream.connections import person
+        from ..upstream.tokens import TokenRefused as CodeRefused
+        from ..upstream.tokens import TokenUnavailable
+
         query = request.query_params
         name = str(flow.get("connection"))
         if query.get("error"):
@@ -112,6 +119,8 @@ class PersonConnect:
     async def _signed_in(self, flow: dict[str, Any], code: str) -> tuple[str, str]:
         """Who signed in at the identity provider: the access token its code is exchanged for, checked as every
         caller's is (``TokenRefused``)."""
+        from ..upstream.tokens import TokenRefused as CodeRefused
+
         provider = await self.sign_in.answer()
         status, body = await _post(self.gateway, provider["token_endpoint"], {
             "grant_type": "authorization_code", "code": code, "redirect_uri": str(flow["redirect_uri"]),
@@ -131,6 +140,8 @@ class PersonConnect:
 
 async def _post(gateway: Gateway, endpoint: str, form: dict[str, str]) -> tuple[int, bytes]:
     """``form`` posted to the identity provider's token endpoint as the console's public client (no secret)."""
+    from ..upstream.tokens import AuthSpec, TokenSource
+
     public = TokenSource(AuthSpec(grant="authorization_code", client_id=form["client_id"], secret_name="",
                                   token_endpoint=endpoint))
     return await public.send(gateway.http_client(), endpoint, None, form)
@@ -154,6 +165,8 @@ class ConnectionsApi:
         caller = await self._caller(request)
         if caller.identity is None:
             return error_response(403, "Connections are a person's: call with an OAuth access token.")
+        from ..upstream.connections import person
+
         who = person(caller.identity.issuer, caller.identity.user)
         return json_response({"connections": await self._connections().listing(who)})
 
@@ -161,6 +174,8 @@ class ConnectionsApi:
         caller = await self._caller(request)
         if caller.identity is None:
             return error_response(403, "Connections are a person's: call with an OAuth access token.")
+        from ..upstream.connections import person
+
         name = request.path_params["name"]
         who = person(caller.identity.issuer, caller.identity.user)
         if not await self._connections().revoke(name, who, self.gateway.http_client()):
