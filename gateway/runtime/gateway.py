@@ -8,6 +8,7 @@ the catalog served is the rebuild engine's (``gateway.runtime.rebuild``), which 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import secrets as secret_store
@@ -48,6 +49,14 @@ def _secret(settings: Settings, name: str) -> str:
     if refused is not None:
         raise LookupError(refused)
     return secret_store.resolve([name])[name]
+
+
+def _connection_of(binding: Any) -> str | None:
+    """The person's connection an HTTP binding declares (``auth: {authorization_code: {connection}}``), if any."""
+    http = binding.get("http") if isinstance(binding, Mapping) else None
+    auth = http.get("auth") if isinstance(http, Mapping) else None
+    grant = auth.get("authorization_code") if isinstance(auth, Mapping) else None
+    return grant.get("connection") if isinstance(grant, Mapping) else None
 
 
 class Gateway:
@@ -104,8 +113,14 @@ class Gateway:
             from ..sources.cache import state_dir
             from ..upstream.connections import Connections
 
-            self._connections = Connections(self.state, self.settings.upstream_oauth_key_secret, state_dir,
-                                            clustered=bool(self.settings.cluster.get("redis_url")))
+            connections = self._connections = Connections(
+                self.state, self.settings.upstream_oauth_key_secret, state_dir,
+                clustered=bool(self.settings.cluster.get("redis_url")))
+
+            async def retain(catalog: Catalog) -> None:  # a connection no tool declares any more is not offered
+                connections.retain({_connection_of(tool.definition.binding) for tool in catalog.tools.values()})
+
+            self.on_change(retain)
         return self._connections
 
     def _build(self) -> Catalog:

@@ -17,6 +17,8 @@ a secret.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import html
 import json
 import logging
@@ -38,6 +40,10 @@ if TYPE_CHECKING:  # the modules themselves on first use: an app declaring no co
     from ..upstream.connections import Connections, Declared
 
 log = logging.getLogger("gateway.connections")
+COOKIE_MAX_AGE_S = 600  # as long as a flow lives (gateway.upstream.connections.FLOW_TTL_S)
+ERROR_CODES = frozenset({"invalid_request", "unauthorized_client", "access_denied", "unsupported_response_type",
+                         "invalid_scope", "server_error", "temporarily_unavailable", "login_required",
+                         "consent_required", "interaction_required", "account_selection_required"})
 
 
 def routes(gateway: Gateway) -> list[BaseRoute]:
@@ -66,33 +72,45 @@ class PersonConnect:
         from ..upstream.connections import challenge
         from ..upstream.tokens import TokenUnavailable
 
-        name = declared.spec.connection
+        name = str(declared.spec.connection)
         if not self.sign_in.configured or self.gateway.identity is None:
             return page(501, "Cannot connect", f"Connecting an account for '{name}' needs the gateway's sign-in at "
                                                "its identity provider: the setting 'oauth.console' is not set.")
+        browser = secrets.token_urlsafe(32)
         try:
             provider = await self.sign_in.answer()
             verifier = secrets.token_urlsafe(48)
             state = self.gateway.connections().sealed_state(
-                {"kind": "who", "connection": name, "verifier": verifier, "redirect_uri": redirect_uri})
+                {"kind": "who", "connection": name, "verifier": verifier, "redirect_uri": redirect_uri,
+                 "browser": _digest(browser)})
         except (SignInUnavailable, TokenUnavailable) as exc:
             return page(502, "Cannot connect", str(exc))
         query = {"response_type": "code", "client_id": provider["client_id"], "redirect_uri": redirect_uri,
                  "scope": provider["scope"], "resource": provider["resource"], "state": state,
                  "code_challenge": challenge(verifier), "code_challenge_method": "S256"}
         endpoint = provider["authorization_endpoint"]
-        return _redirect(f"{endpoint}{'&' if '?' in endpoint else '?'}{urlencode(query)}")
+        response = _redirect(f"{endpoint}{'&' if '?' in endpoint else '?'}{urlencode(query)}")
+        # The browser that started the flow, and only it, may finish it (both legs check): a link to either
+        # authorization server, forwarded to someone else, connects nothing for anyone.
+        response.set_cookie(_cookie(name), browser, max_age=COOKIE_MAX_AGE_S, path="/oauth/", httponly=True,
+                            samesite="lax", secure=request.url.scheme == "https")
+        return response
 
     async def callback(self, request: Request, flow: dict[str, Any]) -> Response:
+        from ..secrets import SecretsMissing
         from ..upstream.connections import person
         from ..upstream.tokens import TokenRefused as CodeRefused
         from ..upstream.tokens import TokenUnavailable
 
         query = request.query_params
         name = str(flow.get("connection"))
+        cookie = request.cookies.get(_cookie(name), "")
+        if not cookie or not hmac.compare_digest(_digest(cookie), str(flow.get("browser", ""))):
+            return page(400, "Not connected", f"'{name}': this browser did not start this connection; open the "
+                                              "link the tool gave in the browser you will connect with.")
         if query.get("error"):
-            words = " ".join(filter(None, (query.get("error"), query.get("error_description"))))[:200]
-            return page(400, "Not connected", f"'{name}': the authorization server answered: {words}")
+            return page(400, "Not connected", f"'{name}': the authorization server answered "
+                                              f"{said_error(query.get('error'))}.")
         code = query.get("code")
         if not code:
             return page(400, "Not connected", f"'{name}': the browser came back without a code")
@@ -103,25 +121,29 @@ class PersonConnect:
         client = self.gateway.http_client()
         try:
             if flow.get("kind") == "who":
-                user, issuer = await self._signed_in(flow, code)
+                user, issuer = await self._signed_in(flow, code, query.get("iss"))
                 return _redirect(await connections.begin(declared, client, person(issuer, user), user,
-                                                         str(flow["redirect_uri"])))
-            await connections.finish(flow, client, code)
+                                                         str(flow["redirect_uri"]), str(flow["browser"])))
+            await connections.finish(flow, client, code, query.get("iss"))
         except TokenRefused as exc:
             return page(403, "Not connected", f"'{name}': the identity provider's token was refused: {exc}")
         except CodeRefused as exc:  # a code used before, or not this client's: the browser's flow is over
             return page(400, "Not connected", f"'{name}': {exc}")
-        except TokenUnavailable as exc:
+        except (TokenUnavailable, SignInUnavailable, SecretsMissing) as exc:
             return page(502, "Not connected", f"'{name}': {exc}")
-        return page(200, "Connected", f"Your account for '{name}' is connected: the tools that use it act as you "
+        done = page(200, "Connected", f"Your account for '{name}' is connected: the tools that use it act as you "
                                       "from now on. You can close this page.")
+        done.delete_cookie(_cookie(name), path="/oauth/")
+        return done
 
-    async def _signed_in(self, flow: dict[str, Any], code: str) -> tuple[str, str]:
+    async def _signed_in(self, flow: dict[str, Any], code: str, issuer: str | None) -> tuple[str, str]:
         """Who signed in at the identity provider: the access token its code is exchanged for, checked as every
         caller's is (``TokenRefused``)."""
+        from ..upstream.connections import checked_issuer
         from ..upstream.tokens import TokenRefused as CodeRefused
 
         provider = await self.sign_in.answer()
+        checked_issuer(issuer, provider["issuer"], provider["authorization_response_iss_parameter_supported"])
         status, body = await _post(self.gateway, provider["token_endpoint"], {
             "grant_type": "authorization_code", "code": code, "redirect_uri": str(flow["redirect_uri"]),
             "client_id": provider["client_id"], "code_verifier": str(flow["verifier"]),
@@ -136,6 +158,20 @@ class PersonConnect:
         assert self.gateway.identity is not None
         identity = await self.gateway.identity.identity(str(token))
         return identity.user, identity.issuer
+
+
+def _cookie(name: str) -> str:
+    return f"tool_gateway_connect_{name}"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def said_error(code: str | None) -> str:
+    """An authorization server's ``error`` as a page shows it: a code RFC 6749 §4.1.2.1 defines, else "an error".
+    Never its ``error_description``: anyone can send a browser here with words of their own in the query."""
+    return f"'{code}'" if code in ERROR_CODES else "with an error"
 
 
 async def _post(gateway: Gateway, endpoint: str, form: dict[str, str]) -> tuple[int, bytes]:

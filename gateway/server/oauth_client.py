@@ -11,7 +11,9 @@ callback needs no credentials (a redirect carries none): its ``state`` names a f
 and short-lived. Pages name the source and what went wrong, never a token or a secret.
 
 A ``<source>`` that names a person's own connection (``auth: {authorization_code: {connection}}``) is that
-person's flow instead (``gateway.server.connections``), whose ``state`` the callback finds in the shared state.
+person's flow instead (``gateway.server.connections``), whose ``state`` carries its sealed flow (the sign-in leg)
+or names one kept in the shared state (the upstream leg). A page never repeats an authorization server's
+``error_description``: anyone can put words of their own in a callback's query.
 """
 
 from __future__ import annotations
@@ -23,10 +25,8 @@ from starlette.routing import BaseRoute, Route
 from ..runtime.gateway import Gateway
 from ..upstream.oauth.errors import DiscoveryFailed, FlowUnknown, TokenFailed
 from . import connections
-from .connections import PersonConnect, page
+from .connections import PersonConnect, page, said_error
 from .http.auth import authenticate
-
-MAX_WORDS = 200  # of an authorization server's error description shown back
 
 
 def routes(gateway: Gateway) -> list[BaseRoute]:
@@ -69,8 +69,8 @@ class OAuthClientApi:
             return page(400, "Unknown authorization", str(exc))
         source = flow.authorizer.source
         if query.get("error"):
-            words = " ".join(filter(None, (query.get("error"), query.get("error_description"))))[:MAX_WORDS]
-            return page(400, "Not authorized", f"MCP server '{source}': its authorization server answered: {words}")
+            return page(400, "Not authorized", f"MCP server '{source}': its authorization server answered "
+                                               f"{said_error(query.get('error'))}.")
         try:
             await flow.authorizer.finish(flow, query.get("code"), query.get("iss"))
         except TokenFailed as exc:

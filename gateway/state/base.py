@@ -33,6 +33,9 @@ class SharedState(Protocol):
 
     async def delete(self, key: str) -> None: ...
 
+    async def take(self, key: str) -> bytes | None:
+        """The record under ``key``, deleted in the same step (of two replicas taking it at once, one gets it)."""
+
     async def scan(self, prefix: str) -> Mapping[str, bytes]:
         """Every live record whose key starts with ``prefix`` (for small sets: the replica registry)."""
 

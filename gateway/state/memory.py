@@ -59,6 +59,11 @@ class MemoryState:
     async def delete(self, key: str) -> None:
         self._records.pop(key, None)
 
+    async def take(self, key: str) -> bytes | None:
+        value = await self.get(key)
+        self._records.pop(key, None)
+        return value
+
     async def scan(self, prefix: str) -> Mapping[str, bytes]:
         now = time.monotonic()
         return {k: v for k, (v, expires) in self._records.items() if k.startswith(prefix) and expires > now}

@@ -67,6 +67,9 @@ class RedisState:
     async def delete(self, key: str) -> None:
         await self._do(self.client.delete(self.prefix + key))
 
+    async def take(self, key: str) -> bytes | None:
+        return await self._do(self.client.getdel(self.prefix + key))  # Redis 6.2+
+
     async def scan(self, prefix: str) -> Mapping[str, bytes]:
         async def collect() -> dict[str, bytes]:
             keys = [k async for k in self.client.scan_iter(match=_glob_escape(self.prefix + prefix) + "*",

@@ -9,8 +9,10 @@ so every replica serves a person connected at any of them; else one file each un
 The person is the OAuth caller, named by issuer and user: an API key is nobody's account.
 
 Who connects is never taken from a link: the link names the connection only, and the browser that opens it signs
-in at the gateway's identity provider first (``gateway.server.connections``), so a link sent to someone else
-connects *their* account to *their* identity — never one person's upstream account to another's calls.
+in at the gateway's identity provider first (``gateway.server.connections``). Both legs are bound to that browser
+(a cookie set when it starts, whose digest each leg's state carries), so a half-done flow forwarded to someone
+else — the upstream's authorization request, or the provider's answer — connects nothing: never one person's
+upstream account to another person's calls.
 
 In one process a record read is remembered (for ``REVALIDATE_S``: the file may be replaced by a restore); in
 cluster mode each call reads it from Redis (one GET, well under a millisecond), so a connection ended at one
@@ -113,6 +115,11 @@ class Connections:
         assert name is not None
         self._declared[name] = Declared(source.spec, source)
 
+    def retain(self, names: set[str | None]) -> None:
+        """Forget the declarations of connections not in ``names`` (the catalog swapped in declares no other)."""
+        for name in set(self._declared) - names:
+            del self._declared[name]
+
     def declared(self, name: str) -> Declared | None:
         return self._declared.get(name)
 
@@ -171,8 +178,15 @@ class Connections:
         return await asyncio.to_thread(self._files.records)
 
     async def listing(self, who: str | None = None) -> list[dict[str, Any]]:
-        """The connections (of person ``who``; None: everyone's) as listings show them: never a token."""
-        records = [r for r in await self.records() if who is None or r.get("person") == who]
+        """The connections (of person ``who``: one read per declared connection; None: everyone's) as listings
+        show them: never a token."""
+        if who is None:
+            records = await self.records()
+        elif self.key_problem() is not None:
+            records = []
+        else:
+            loaded = [await self._load(name, who) for name in list(self._declared)]
+            records = [record for record in loaded if record is not None]
         records.sort(key=lambda r: (str(r.get("connection")), str(r.get("person"))))
         return [{**{key: record.get(key) for key in SHOWN}, "refreshable": bool(record.get("refresh_token"))}
                 for record in records]
@@ -227,17 +241,20 @@ class Connections:
                        record: dict[str, Any], link: str) -> str:
         name = str(source.spec.connection)
         form = {"grant_type": "refresh_token", "refresh_token": str(record["refresh_token"])}
-        if record.get("scope"):
-            form["scope"] = str(record["scope"])
+        form |= {key: str(value) for key, value in (("scope", record.get("scope")),
+                                                    ("resource", source.spec.resource)) if value}
         try:
             issued = await source.post(client, secret, form)
         except TokenRefused as exc:
             again = await self._load(name, who)  # another replica may have refreshed (and rotated) it meanwhile
-            if again is not None and again.get("refresh_token") != record.get("refresh_token") \
-                    and time.time() < float(again["expires_at"]) - MARGIN_S:
+            if again is not None and again.get("refresh_token") != record.get("refresh_token"):
                 self._remember(name, who, again)
-                return str(again["access_token"])
-            await self._delete(name, who)  # the authorization server says no: the person connects again
+                if time.time() < float(again["expires_at"]) - MARGIN_S:
+                    return str(again["access_token"])
+            if exc.error != "invalid_grant":  # the server's trouble (or ours), not the grant's end: kept
+                raise
+            if again is not None and again.get("refresh_token") == record.get("refresh_token"):
+                await self._delete(name, who)  # still the grant refused: the person connects again
             raise NotConnected(f"the connection for '{name}' was refused by its authorization server ({exc}): "
                                f"open {link} to connect again") from None
         await self.keep(name, who, {**record, "access_token": issued.access_token, "expires_at": issued.expires_at,
@@ -248,33 +265,39 @@ class Connections:
     # -- connecting, and ending a connection ---------------------------------------------------------------------
 
     async def begin(self, declared: Declared, client: httpx.AsyncClient, who: str, user: str,
-                    redirect_uri: str) -> str:
+                    redirect_uri: str, browser: str) -> str:
         """The authorization request to send the person's browser to (``TokenUnavailable`` says why none)."""
         spec = declared.spec
         endpoint = await declared.source.endpoint(client, "authorization_endpoint")
         verifier = secrets.token_urlsafe(48)
         state = await self.remember_flow({"kind": "connect", "connection": spec.connection, "person": who,
-                                          "user": user, "verifier": verifier, "redirect_uri": redirect_uri})
+                                          "user": user, "verifier": verifier, "redirect_uri": redirect_uri,
+                                          "browser": browser})
         query = {"response_type": "code", "client_id": spec.client_id, "redirect_uri": redirect_uri,
                  "state": state, "code_challenge": challenge(verifier), "code_challenge_method": "S256"}
         query |= {name: value for name, value in (("scope", spec.scope), ("resource", spec.resource)) if value}
         return f"{endpoint}{'&' if '?' in endpoint else '?'}{urlencode(query)}"
 
-    async def finish(self, flow: dict[str, Any], client: httpx.AsyncClient, code: str) -> None:
-        """Exchange the code the browser came back with for the person's tokens, and keep them."""
+    async def finish(self, flow: dict[str, Any], client: httpx.AsyncClient, code: str, issuer: str | None) -> None:
+        """Exchange the code the browser came back with (``issuer``: the answer's ``iss``, RFC 9207) for the
+        person's tokens, and keep them."""
         name = str(flow["connection"])
         declared = self._declared.get(name)
         if declared is None:
             raise TokenUnavailable(f"no tool declares the connection '{name}' any more")
-        secret = _client_secret(declared.spec)
-        issued = await declared.source.post(client, secret, {
-            "grant_type": "authorization_code", "code": code, "redirect_uri": str(flow["redirect_uri"]),
-            "code_verifier": str(flow["verifier"]), "client_id": declared.spec.client_id})
+        spec = declared.spec
+        checked_issuer(issuer, spec.issuer,
+                       await declared.source.says(client, "authorization_response_iss_parameter_supported") is True)
+        form = {"grant_type": "authorization_code", "code": code, "redirect_uri": str(flow["redirect_uri"]),
+                "code_verifier": str(flow["verifier"]), "client_id": spec.client_id}
+        if spec.resource:
+            form["resource"] = spec.resource
+        issued = await declared.source.post(client, _client_secret(spec), form)
         now = time.time()
         await self.keep(name, str(flow["person"]), {
             "connection": name, "person": flow["person"], "user": flow["user"], "access_token": issued.access_token,
             "refresh_token": issued.refresh_token, "expires_at": issued.expires_at,
-            "scope": issued.scope or declared.spec.scope, "connected_at": now, "refreshed_at": now})
+            "scope": issued.scope or spec.scope, "connected_at": now, "refreshed_at": now})
         log.info("connection '%s': %s connected their account", name, flow["user"])
 
     async def revoke(self, name: str, who: str, client: httpx.AsyncClient) -> bool:
@@ -287,13 +310,17 @@ class Connections:
         if record is None:
             return False
         declared = self._declared.get(name)
-        token = record.get("refresh_token") or record.get("access_token")
-        if declared is not None and token:
+        hint = "refresh_token" if record.get("refresh_token") else "access_token"
+        if declared is not None and record.get(hint):
             try:
                 endpoint = await declared.source.endpoint(client, "revocation_endpoint")
-                await declared.source.send(client, endpoint, _client_secret(declared.spec), {"token": str(token)})
-            except (TokenUnavailable, secret_store.SecretsMissing) as exc:
-                log.info("connection '%s': not revoked at the authorization server (%s)", name, type(exc).__name__)
+                status, _ = await declared.source.send(client, endpoint, _client_secret(declared.spec),
+                                                       {"token": str(record[hint]), "token_type_hint": hint})
+                if status != 200:
+                    log.warning("connection '%s': the authorization server answered HTTP %d to the revocation of "
+                                "%s's token", name, status, record.get("user"))
+            except TokenUnavailable as exc:
+                log.info("connection '%s': not revoked at the authorization server (%s)", name, exc)
         return True
 
     # -- the authorizations under way ----------------------------------------------------------------------------
@@ -320,11 +347,9 @@ class Connections:
             return None
         if state.startswith(SEALED):
             return self._unseal(state[len(SEALED):].encode(), int(FLOW_TTL_S))
-        key = FLOW_PREFIX + _digest(state)
-        sealed = await self.state.get(key)
+        sealed = await self.state.take(FLOW_PREFIX + _digest(state))
         if sealed is None:
             return None
-        await self.state.delete(key)
         return self._unseal(sealed, int(FLOW_TTL_S))
 
     def _unseal(self, sealed: bytes, ttl: int | None = None) -> dict[str, Any] | None:
@@ -346,5 +371,22 @@ def _digest(text: str) -> str:
 
 
 def _client_secret(spec: AuthSpec) -> str:
-    return secret_store.resolve([spec.secret_name])[spec.secret_name]
+    try:
+        return secret_store.resolve([spec.secret_name])[spec.secret_name]
+    except secret_store.SecretsMissing as exc:
+        raise TokenUnavailable(str(exc)) from None
+
+
+def checked_issuer(named: str | None, expected: str | None, required: bool) -> None:
+    """RFC 9207: an authorization answer that names its issuer names the one asked (a mix-up attack sends the
+    code of another server's answer); one that must name it does. ``TokenRefused`` says which was not so."""
+    if expected is None:
+        return
+    if named is None:
+        if required:
+            raise TokenRefused(f"the authorization server's answer does not name its issuer ({expected} says it "
+                               "always does)")
+        return
+    if named.rstrip("/") != expected.rstrip("/"):
+        raise TokenRefused(f"the authorization answer names another issuer than {expected}")
 

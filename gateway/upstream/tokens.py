@@ -43,7 +43,11 @@ class TokenUnavailable(Exception):
 
 
 class TokenRefused(TokenUnavailable):
-    """The token endpoint answered with an error (RFC 6749 §5.2): asking again the same way gets the same."""
+    """The token endpoint answered with an error (RFC 6749 §5.2): ``error`` its code."""
+
+    def __init__(self, message: str, error: str = ""):
+        super().__init__(message)
+        self.error = error
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,17 @@ class TokenSource:
         except httpx.HTTPError as exc:
             raise TokenUnavailable(f"the endpoint {endpoint} cannot be reached ({type(exc).__name__})") from None
 
+    async def says(self, client: httpx.AsyncClient, name: str) -> Any:
+        """What the issuer's discovery document says under ``name`` (None: no issuer, or it says nothing)."""
+        if self.spec.issuer is None:
+            return None
+        if self._metadata is None:
+            try:
+                self._metadata = await discover(client, self.spec.issuer, TIMEOUT_S)
+            except FetchFailed as exc:
+                raise TokenUnavailable(f"the authorization server's metadata is unknown: {exc}") from None
+        return self._metadata.get(name)
+
     async def endpoint(self, client: httpx.AsyncClient, name: str) -> str:
         """The endpoint ``name`` (``token_endpoint``, ``authorization_endpoint``, ``revocation_endpoint``): as
         declared, else as the issuer's discovery document names it (read once)."""
@@ -191,7 +206,8 @@ def _issued(endpoint: str, status: int, body: bytes, started: float) -> Issued:
         # RFC 6749 §5.2: error and error_description are for the client's developer; never a token.
         error = str(answer.get("error", "unknown error"))[:100]
         description = str(answer.get("error_description", ""))[:300]
-        raise TokenRefused(f"the token endpoint {endpoint} refused: {error}" + (f" ({description})" if description else ""))
+        raise TokenRefused(f"the token endpoint {endpoint} refused: {error}" + (f" ({description})" if description else ""),
+                           error if status == 400 else "")
     token = answer.get("access_token")
     if not isinstance(token, str) or not token or any(ch in token for ch in "\r\n"):
         raise TokenUnavailable(f"the token endpoint {endpoint} answered without a usable access_token")

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import TOOLS
 from console_support import ADMIN_KEY, check_page, sign_in
 from playwright.async_api import Page, expect
 from support import RunningServer, running
@@ -19,6 +18,7 @@ from support import RunningServer, running
 from gateway.settings import ApiKey, hash_key
 
 in_browser = pytest.mark.asyncio(loop_scope="session")
+TOOLS = Path(__file__).resolve().parent / "tools"
 CONNECTION = """\
 tools:
   - id: crm_me

@@ -69,6 +69,7 @@ class Issuer:
     codes: dict[str, dict[str, str]] = field(default_factory=dict)
     refresh_tokens: dict[str, dict[str, str]] = field(default_factory=dict)  # the live ones (rotated on use)
     revoked: list[str] = field(default_factory=list)
+    outage: bool = False  # the refresh grant answers 503 temporarily_unavailable
 
     def token(self, *, sub: str = "alice", audience: str | list[str] = "", scope: str = "", key: SigningKey | None = None,
               lifetime_s: float = 300, header: dict[str, Any] | None = None, **claims: Any) -> str:
@@ -162,6 +163,8 @@ class Issuer:
             if grant is None or grant["client_id"] != client_id or grant["redirect_uri"] != form.get("redirect_uri") \
                     or grant["challenge"] != challenge:
                 return JSONResponse({"error": "invalid_grant", "error_description": "code refused"}, 400)
+        elif self.outage:
+            return JSONResponse({"error": "temporarily_unavailable"}, 503)
         else:
             grant = self.refresh_tokens.pop(str(form.get("refresh_token")), None)  # rotated: each is used once
             if grant is None or grant["client_id"] != client_id:

@@ -106,13 +106,16 @@ def _link(text: str, url: str) -> str:
 
 
 def connect(link: str, issuer: Issuer, crm: Issuer, person: str, account: str) -> httpx.Response:
-    """A browser signed in as ``person`` at the gateway's identity provider and as ``account`` at the CRM's
-    opens ``link``; every redirect followed by hand. The last answer (the gateway's page)."""
+    """A browser (its own cookie jar) signed in as ``person`` at the gateway's identity provider and as
+    ``account`` at the CRM's opens ``link``; every redirect followed by hand. The last answer (the gateway's
+    page)."""
     issuer.signed_in, crm.signed_in = person, account
-    hops, answer = [], httpx.get(link)
-    while answer.status_code in (302, 303):
-        hops.append(urlsplit(answer.headers["location"]))
-        answer = httpx.get(answer.headers["location"])
+    hops = []
+    with httpx.Client() as browser:
+        answer = browser.get(link)
+        while answer.status_code in (302, 303):
+            hops.append(urlsplit(answer.headers["location"]))
+            answer = browser.get(answer.headers["location"])
     assert [(hop.netloc, hop.path) for hop in hops] == [
         (urlsplit(issuer.url).netloc, "/authorize"), (urlsplit(link).netloc, "/oauth/callback"),
         (urlsplit(crm.url).netloc, "/authorize"), (urlsplit(link).netloc, "/oauth/callback")]
@@ -140,6 +143,26 @@ def test_a_person_connects_once_and_then_calls_as_their_own_account(issuer, crm,
         assert len([g for g in crm.grants if g["grant_type"] in ("authorization_code", "refresh_token")]) == 1
         assert "bob has not connected" in _call(url, bob)["text"]
         assert api.seen and not {f"Bearer {alice}", f"Bearer {bob}"} & set(api.seen)
+
+
+def test_a_half_done_flow_forwarded_to_another_browser_connects_nothing(issuer, crm, world):
+    """mallory signs in, then sends alice (signed in at the CRM as alice@crm) the CRM's authorization request
+    her flow led to — or the identity provider's answer. Alice's browser is not the one that started it: a 400
+    page, and mallory's calls never act as alice's CRM account."""
+    _api, definitions = world
+    with gateway(issuer, definitions) as url:
+        mallory = issuer.token(sub="mallory", audience=AUDIENCE, scope="tools")
+        issuer.signed_in, crm.signed_in = "mallory", "alice@crm"
+        with httpx.Client() as hers, httpx.Client() as alices:
+            to_idp = hers.get(f"{url}/oauth/connect/crm").headers["location"]
+            provider_answer = hers.get(to_idp).headers["location"]
+            forwarded = alices.get(provider_answer)
+            assert forwarded.status_code == 400 and "did not start" in forwarded.text
+            to_crm = hers.get(provider_answer).headers["location"]  # mallory's own browser goes on
+            back = alices.get(to_crm).headers["location"]  # alice authorizes at the CRM...
+            finished = alices.get(back)  # ...and her browser brings the code back
+            assert finished.status_code == 400 and "did not start" in finished.text
+        assert "mallory has not connected" in _call(url, mallory)["text"]
 
 
 def test_who_connects_is_who_signed_in_not_who_the_link_was_given_to(issuer, crm, world):
@@ -179,6 +202,19 @@ def test_an_expired_token_is_refreshed_and_the_rotated_one_kept(crm, short_lived
         assert _call(url, alice)["result"]["account"] == "alice@crm"
     refreshes = [g for g in crm.grants if g["grant_type"] == "refresh_token"]
     assert len(refreshes) >= 3 and len({g["refresh_token"] for g in refreshes}) == len(refreshes)
+
+
+def test_an_outage_at_refresh_keeps_the_connection(crm, short_lived):
+    """A 503 temporarily_unavailable at refresh is an error result for this call, not the connection's end."""
+    url, alice = short_lived
+    crm.outage = True
+    try:
+        answer = _call(url, alice)
+        assert answer["is_error"] and "temporarily_unavailable" in answer["text"]
+        assert "connect again" not in answer["text"]
+    finally:
+        crm.outage = False
+    assert _call(url, alice)["result"]["account"] == "alice@crm"
 
 
 def test_a_refused_refresh_asks_the_person_to_connect_again(crm, short_lived):
@@ -254,26 +290,24 @@ def test_tokens_are_sealed_at_rest_and_never_in_results_or_logs(issuer, crm, wor
 
 
 def test_the_callback_refuses_what_it_did_not_start(issuer, crm, world):
-    """An unknown state, either leg's answer used twice, an authorization server's error: each a page saying so,
-    no token."""
+    """An unknown state, either leg's answer used twice, an authorization server's error (shown by its code only:
+    anyone can write a description into a callback's query): each a page saying so, no token."""
     _api, definitions = world
-    with gateway(issuer, definitions) as url:
-        assert httpx.get(f"{url}/oauth/callback", params={"state": "forged", "code": "x"}).status_code == 400
-        issuer.signed_in = "alice"
-        first = httpx.get(f"{url}/oauth/connect/crm")
-        assert first.status_code == 302
-        back = httpx.get(first.headers["location"]).headers["location"]
-        to_crm = httpx.get(back)
+    with gateway(issuer, definitions) as url, httpx.Client() as browser:
+        assert browser.get(f"{url}/oauth/callback", params={"state": "forged", "code": "x"}).status_code == 400
+        issuer.signed_in, crm.signed_in = "alice", "alice@crm"
+        back = browser.get(browser.get(f"{url}/oauth/connect/crm").headers["location"]).headers["location"]
+        to_crm = browser.get(back)
         assert to_crm.status_code == 302  # on to the CRM
-        again = httpx.get(back)  # the sign-in's answer again: its code was used
+        again = browser.get(back)  # the sign-in's answer again: its code was used
         assert again.status_code == 400 and "did not give a token" in again.text
-        crm.signed_in = "alice@crm"
-        from_crm = httpx.get(to_crm.headers["location"]).headers["location"]
-        assert httpx.get(from_crm).status_code == 200
-        assert httpx.get(from_crm).status_code == 400  # the upstream's answer again: its state is used up
-        state = parse_qs(urlsplit(httpx.get(f"{url}/oauth/connect/crm").headers["location"]).query)["state"][0]
-        refused = httpx.get(f"{url}/oauth/callback", params={"state": state, "error": "access_denied"})
-        assert refused.status_code == 400 and "access_denied" in refused.text
+        from_crm = browser.get(to_crm.headers["location"]).headers["location"]
+        assert browser.get(from_crm).status_code == 200
+        assert browser.get(from_crm).status_code == 400  # the upstream's answer again: its state is used up
+        state = parse_qs(urlsplit(browser.get(f"{url}/oauth/connect/crm").headers["location"]).query)["state"][0]
+        refused = browser.get(f"{url}/oauth/callback", params={
+            "state": state, "error": "access_denied", "error_description": "Your account is locked: call +1 555"})
+        assert refused.status_code == 400 and "access_denied" in refused.text and "555" not in refused.text
 
 
 def test_a_connection_needs_a_key_to_seal_it(issuer, world):
@@ -388,3 +422,14 @@ def test_anonymous_starts_store_nothing(issuer, world):
         for _ in range(300):
             assert http.get(f"{served.url}/oauth/connect/crm").status_code == 302
         assert set(asyncio.run(served.gateway.state.scan(""))) == before
+
+
+def test_a_connection_no_tool_declares_any_more_is_not_offered(issuer, world):
+    """Once a reload drops the last tool declaring 'crm', its link starts nothing."""
+    _api, definitions = world
+    with running(definitions, **_settings(issuer)) as served:
+        assert httpx.get(f"{served.url}/oauth/connect/crm").status_code == 302
+        (definitions / "crm.yaml").write_text("tools: []\n", encoding="utf-8")
+        reloaded = httpx.post(f"{served.url}/admin/reload", headers=bearer("ops-key"), json={})
+        assert reloaded.status_code == 200 and reloaded.json()["changed"]
+        assert httpx.get(f"{served.url}/oauth/connect/crm").status_code != 302
