@@ -48,6 +48,17 @@ async def test_touch_renews_a_record_and_never_revives_one(state: SharedState) -
     assert await state.get("s") is None and await state.get("never") is None
 
 
+async def test_take_gives_a_record_once(state: SharedState) -> None:
+    """Of many takers at once, exactly one gets the record (an OAuth flow's state is used once); an expired
+    record is taken by none."""
+    await state.put("flow", b"sealed", 30)
+    taken = await asyncio.gather(*(state.take("flow") for _ in range(20)))
+    assert taken.count(b"sealed") == 1 and taken.count(None) == 19
+    await state.put("old", b"x", 0.1)
+    await asyncio.sleep(0.2)
+    assert await state.take("old") is None
+
+
 async def test_scan_takes_the_prefix_literally(state: SharedState) -> None:
     """A prefix holding glob characters matches only itself."""
     await state.put("rep*:1", b"x", 30)
