@@ -55,6 +55,16 @@ tools:
 
 
 
+OTHER = """\
+tools:
+  - id: ping
+    name: Ping
+    user_description: Answers.
+    ai_description: Answers pong.
+    binding: {http: {url: "https://ping.example/"}}
+"""
+
+
 @pytest.fixture(scope="module")
 def crm() -> Iterator[Issuer]:
     with issuing(Issuer(clients={"gateway-crm": "crm-secret"})) as crm:
@@ -425,9 +435,14 @@ def test_anonymous_starts_store_nothing(issuer, world):
 
 
 def test_a_connection_no_tool_declares_any_more_is_not_offered(issuer, world):
-    """Once a reload drops the last tool declaring 'crm', its link starts nothing."""
+    """A reload that rebuilds other files keeps 'crm' offered (its tool is reused, not parsed again); once a
+    reload drops the last tool declaring it, its link starts nothing."""
     _api, definitions = world
     with running(definitions, **_settings(issuer)) as served:
+        assert httpx.get(f"{served.url}/oauth/connect/crm").status_code == 302
+        (definitions / "other.yaml").write_text(OTHER, encoding="utf-8")
+        reloaded = httpx.post(f"{served.url}/admin/reload", headers=bearer("ops-key"), json={})
+        assert reloaded.status_code == 200 and reloaded.json()["changed"]
         assert httpx.get(f"{served.url}/oauth/connect/crm").status_code == 302
         (definitions / "crm.yaml").write_text("tools: []\n", encoding="utf-8")
         reloaded = httpx.post(f"{served.url}/admin/reload", headers=bearer("ops-key"), json={})
