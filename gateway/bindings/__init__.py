@@ -66,6 +66,11 @@ class BuildEnv:
     connect_sources: bool = True
 
 
+# BuildEnv.memo: the people's connections a build's HTTP bindings declared (gateway.bindings.httpauth), told to the
+# gateway once the build succeeds.
+DECLARED_CONNECTIONS = "connections declared"
+
+
 @dataclass(frozen=True)
 class Bound:
     executor: Executor

@@ -21,7 +21,7 @@ from ..definitions.model import ToolDefinition
 from ..errors import ConnectionNeeded, ToolError
 from ..identity.config import SECRET
 from ..upstream.tokens import AuthSpec, TokenSource, TokenUnavailable
-from . import BuildEnv
+from . import DECLARED_CONNECTIONS, BuildEnv
 
 
 def parse(definition: ToolDefinition, spec: Mapping[str, Any], env: BuildEnv,
@@ -62,8 +62,9 @@ def parse(definition: ToolDefinition, spec: Mapping[str, Any], env: BuildEnv,
         source = sources[auth] = TokenSource(auth)
         if auth.grant == "authorization_code" and env.connections is not None and env.connect_sources:
             source.connections = env.connections()
-            source.connections.declare(source)
             source.public_url = oauth.audience if oauth is not None else ""
+            # Declared once the build succeeds (Gateway._build): a build that fails changes no connection.
+            env.memo.setdefault(DECLARED_CONNECTIONS, []).append(source)
     return source
 
 

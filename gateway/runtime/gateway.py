@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import secrets as secret_store
-from ..bindings import BuildEnv
+from ..bindings import DECLARED_CONNECTIONS, BuildEnv
 from ..catalog.build import build_catalog
 from ..catalog.snapshot import Catalog
 from ..events import EventBus, Observer
@@ -130,7 +130,10 @@ class Gateway:
                        bridge=self, events=self.events, state=self.state, mcp_pool=self.mcp_pool,
                        connections=self.connections)
         definitions, plugins = load_all(self.settings, loaded)
-        return build_catalog(definitions, self.settings, env, built, plugins)
+        catalog = build_catalog(definitions, self.settings, env, built, plugins)
+        for source in env.memo.get(DECLARED_CONNECTIONS, ()):  # only now: a build that failed changes no connection
+            self.connections().declare(source)
+        return catalog
 
     def on_change(self, listener: Listener) -> None:
         """``listener`` hears of each catalog a reload swaps in (gateway.runtime.rebuild)."""

@@ -448,3 +448,18 @@ def test_a_connection_no_tool_declares_any_more_is_not_offered(issuer, world):
         reloaded = httpx.post(f"{served.url}/admin/reload", headers=bearer("ops-key"), json={})
         assert reloaded.status_code == 200 and reloaded.json()["changed"]
         assert httpx.get(f"{served.url}/oauth/connect/crm").status_code != 302
+
+
+def test_a_reload_that_fails_offers_no_connection_it_declared(issuer, crm, world):
+    """A reload that declares connection 'erp' but fails on another file changes nothing: 'erp' is not offered
+    while the last good catalog serves."""
+    _api, definitions = world
+    with running(definitions, **_settings(issuer)) as served:
+        erp = TOOLS.format(api="https://erp.example", crm_issuer=crm.url, crm=CRM)
+        (definitions / "erp.yaml").write_text(erp.replace("crm_me", "erp_me").replace("connection: crm",
+                                                                                       "connection: erp"))
+        (definitions / "broken.yaml").write_text("tools: [{id: x\n", encoding="utf-8")
+        reloaded = httpx.post(f"{served.url}/admin/reload", headers=bearer("ops-key"), json={})
+        assert reloaded.status_code == 422
+        assert httpx.get(f"{served.url}/oauth/connect/erp").status_code != 302
+        assert httpx.get(f"{served.url}/oauth/connect/crm").status_code == 302
