@@ -17,7 +17,6 @@ a secret.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import html
 import json
@@ -69,7 +68,7 @@ class PersonConnect:
         return self.gateway.connections().declared(name)
 
     async def connect(self, request: Request, declared: Declared, redirect_uri: str) -> Response:
-        from ..upstream.connections import challenge
+        from ..upstream.connections import challenge, digest
         from ..upstream.tokens import TokenUnavailable
 
         name = str(declared.spec.connection)
@@ -82,7 +81,7 @@ class PersonConnect:
             verifier = secrets.token_urlsafe(48)
             state = self.gateway.connections().sealed_state(
                 {"kind": "who", "connection": name, "verifier": verifier, "redirect_uri": redirect_uri,
-                 "browser": _digest(browser)})
+                 "browser": digest(browser)})
         except (SignInUnavailable, TokenUnavailable) as exc:
             return page(502, "Cannot connect", str(exc))
         query = {"response_type": "code", "client_id": provider["client_id"], "redirect_uri": redirect_uri,
@@ -97,15 +96,14 @@ class PersonConnect:
         return response
 
     async def callback(self, request: Request, flow: dict[str, Any]) -> Response:
-        from ..secrets import SecretsMissing
-        from ..upstream.connections import person
+        from ..upstream.connections import digest, person
         from ..upstream.tokens import TokenRefused as CodeRefused
         from ..upstream.tokens import TokenUnavailable
 
         query = request.query_params
         name = str(flow.get("connection"))
         cookie = request.cookies.get(_cookie(name), "")
-        if not cookie or not hmac.compare_digest(_digest(cookie), str(flow.get("browser", ""))):
+        if not cookie or not hmac.compare_digest(digest(cookie), str(flow.get("browser", ""))):
             return page(400, "Not connected", f"'{name}': this browser did not start this connection; open the "
                                               "link the tool gave in the browser you will connect with.")
         if query.get("error"):
@@ -129,7 +127,7 @@ class PersonConnect:
             return page(403, "Not connected", f"'{name}': the identity provider's token was refused: {exc}")
         except CodeRefused as exc:  # a code used before, or not this client's: the browser's flow is over
             return page(400, "Not connected", f"'{name}': {exc}")
-        except (TokenUnavailable, SignInUnavailable, SecretsMissing) as exc:
+        except (TokenUnavailable, SignInUnavailable) as exc:
             return page(502, "Not connected", f"'{name}': {exc}")
         done = page(200, "Connected", f"Your account for '{name}' is connected: the tools that use it act as you "
                                       "from now on. You can close this page.")
@@ -162,10 +160,6 @@ class PersonConnect:
 
 def _cookie(name: str) -> str:
     return f"tool_gateway_connect_{name}"
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def said_error(code: str | None) -> str:

@@ -23,7 +23,6 @@ reading the record again when a refresh is refused (the other one's rotated toke
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
 import json
 import logging
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
+from authlib.oauth2.rfc7636 import create_s256_code_challenge as challenge
 from cryptography.fernet import InvalidToken
 
 from .. import secrets as secret_store
@@ -337,7 +337,7 @@ class Connections:
         for the upstream leg, which only a person signed in at the identity provider reaches."""
         self._ready()
         state = secrets.token_urlsafe(32)
-        await self.state.put(FLOW_PREFIX + _digest(state), self._fernet.encrypt(json.dumps(flow).encode()),
+        await self.state.put(FLOW_PREFIX + digest(state), self._fernet.encrypt(json.dumps(flow).encode()),
                              FLOW_TTL_S)
         return state
 
@@ -347,7 +347,7 @@ class Connections:
             return None
         if state.startswith(SEALED):
             return self._unseal(state[len(SEALED):].encode(), int(FLOW_TTL_S))
-        sealed = await self.state.take(FLOW_PREFIX + _digest(state))
+        sealed = await self.state.take(FLOW_PREFIX + digest(state))
         if sealed is None:
             return None
         return self._unseal(sealed, int(FLOW_TTL_S))
@@ -361,12 +361,8 @@ class Connections:
         return record if isinstance(record, dict) else None
 
 
-def challenge(verifier: str) -> str:
-    """The PKCE S256 challenge of ``verifier`` (RFC 7636 §4.2)."""
-    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-
-
-def _digest(text: str) -> str:
+def digest(text: str) -> str:
+    """What is kept of a ``state`` or a browser's cookie: never the value itself."""
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -153,14 +153,15 @@ class TokenSource:
             raise TokenUnavailable(f"the endpoint {endpoint} cannot be reached ({type(exc).__name__})") from None
 
     async def says(self, client: httpx.AsyncClient, name: str) -> Any:
-        """What the issuer's discovery document says under ``name`` (None: no issuer, or it says nothing)."""
+        """What the issuer's discovery document (read once) says under ``name`` (None: no issuer, or it says
+        nothing)."""
         if self.spec.issuer is None:
             return None
         if self._metadata is None:
             try:
                 self._metadata = await discover(client, self.spec.issuer, TIMEOUT_S)
             except FetchFailed as exc:
-                raise TokenUnavailable(f"the authorization server's metadata is unknown: {exc}") from None
+                raise TokenUnavailable(f"the metadata of {self.spec.issuer} cannot be read: {exc}") from None
         return self._metadata.get(name)
 
     async def endpoint(self, client: httpx.AsyncClient, name: str) -> str:
@@ -171,12 +172,7 @@ class TokenSource:
             return str(declared)
         if self.spec.issuer is None:
             raise TokenUnavailable(f"no {name} is declared and no issuer is known to find one")
-        if self._metadata is None:
-            try:
-                self._metadata = await discover(client, self.spec.issuer, TIMEOUT_S)
-            except FetchFailed as exc:
-                raise TokenUnavailable(f"the identity provider's {name} is unknown: {exc}") from None
-        endpoint = self._metadata.get(name)
+        endpoint = await self.says(client, name)
         if not isinstance(endpoint, str) or not endpoint.startswith(("https://", "http://")):
             raise TokenUnavailable(f"the discovery document of {self.spec.issuer} names no {name}")
         return endpoint
@@ -212,7 +208,8 @@ def _issued(endpoint: str, status: int, body: bytes, started: float) -> Issued:
     if not isinstance(token, str) or not token or any(ch in token for ch in "\r\n"):
         raise TokenUnavailable(f"the token endpoint {endpoint} answered without a usable access_token")
     lifetime = answer.get("expires_in")
-    if isinstance(lifetime, bool) or not isinstance(lifetime, (int, float)) or lifetime <= 0:
+    # json reads NaN and Infinity too: a lifetime that is not a finite positive number is none said
+    if isinstance(lifetime, bool) or not isinstance(lifetime, (int, float)) or not 0 < lifetime < float("inf"):
         lifetime = DEFAULT_LIFETIME_S
     refresh, scope = answer.get("refresh_token"), answer.get("scope")
     return Issued(token, started + float(lifetime),

@@ -145,3 +145,13 @@ def test_an_openapi_source_sends_each_person_an_exchanged_token(issuer, upstream
     carol = issuer.token(sub="carol", audience=AUDIENCE, roles=["gateway-admin"])
     problems = httpx.get(f"{url}/admin/api/problems", headers=bearer(carol)).json()
     assert "security scheme" not in json.dumps(problems)
+
+
+@pytest.mark.parametrize("lifetime", ["NaN", "Infinity", "-Infinity", "-5", "0", "true", '"300"'])
+def test_a_lifetime_that_is_no_finite_positive_number_is_taken_as_none_said(lifetime):
+    """A token endpoint's ``expires_in`` of NaN or Infinity (Python's json reads both) would make a token never
+    expire, or always: it counts as not said (the default lifetime)."""
+    from gateway.upstream.tokens import DEFAULT_LIFETIME_S, _issued
+
+    body = f'{{"access_token": "t", "expires_in": {lifetime}}}'.encode()
+    assert _issued("https://idp.example/token", 200, body, 1000.0).expires_at == 1000.0 + DEFAULT_LIFETIME_S
