@@ -251,7 +251,14 @@ def test_a_reload_whose_delayed_write_gets_no_thread_still_serves_and_the_next_o
     monkeypatch.setattr(runtime.daemon, "start", start)
     saved = []
     save = gateway.rebuilder._parsed.save
-    monkeypatch.setattr(gateway.rebuilder._parsed, "save", lambda: (saved.append(True), save()))
+
+    def save_then_say():
+        # Said after the write, not before: the next start must find the snapshot complete.
+        result = save()
+        saved.append(True)
+        return result
+
+    monkeypatch.setattr(gateway.rebuilder._parsed, "save", save_then_say)
 
     async def edit(text: str) -> None:
         (definitions / "tools.yaml").write_text(TOOLS.replace("Looks something up.", text), encoding="utf-8")
