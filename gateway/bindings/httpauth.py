@@ -82,6 +82,10 @@ def _connection(auth: AuthSpec, env: BuildEnv, problem: Any, where: tuple[str, .
     return True
 
 
+def connect_link(source: TokenSource) -> str:
+    """Where a person connects the account ``source`` (``authorization_code``) declares."""
+    return f"{source.public_url}/oauth/connect/{source.spec.connection}"
+
 
 async def bearer(tool_id: str, source: TokenSource, client: httpx.AsyncClient,
                  context: CallContext) -> tuple[str, list[tuple[str, str]]]:
@@ -113,7 +117,7 @@ async def _connected(tool_id: str, source: TokenSource, client: httpx.AsyncClien
     if connections is None:
         raise ToolError(f"Tool '{tool_id}' uses each person's own connection, which only a running gateway keeps.")
     user = context.caller[len("oauth:"):] if context.issuer and (context.caller or "").startswith("oauth:") else None
-    link = f"{source.public_url}/oauth/connect/{source.spec.connection}"
+    link = connect_link(source)
     hidden = [(source.spec.secret_name, secret)]
     try:
         token = await connections.token(source, client, secret, context.issuer, user, link)

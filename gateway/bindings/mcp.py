@@ -30,11 +30,13 @@ from .. import secrets as secret_store
 from ..content.blocks import Content, rewritten, text_of
 from ..context import CallContext
 from ..definitions.model import ToolDefinition
-from ..errors import Problem, ToolError
+from ..errors import ConnectionNeeded, Problem, ToolError
 from ..upstream.mcp.client import UpstreamUnavailable, call_once, refusal_of
 from ..upstream.mcp.config import UpstreamConfig, parse_config
+from ..upstream.mcp.refusals import Refusal
 from ..upstream.mcp.relay import relaying
-from . import BindingProblems, Bound, BuildEnv
+from ..upstream.tokens import TokenSource
+from . import BindingProblems, Bound, BuildEnv, httpauth
 
 _UNREADABLE = "Failed to parse JSON response"  # the SDK's client's words for an answer it could not read
 _INVALID = re.compile(r"Invalid JSON: ([^\[\n]+)")
@@ -42,18 +44,25 @@ _INVALID = re.compile(r"Invalid JSON: ([^\[\n]+)")
 
 def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
     spec = definition.binding["mcp"]
-    config = _config(definition, spec["source"], env)
+    config, declared = _config(definition, spec["source"], env)
     name = spec["tool"]
     structured = definition.output_schema is not None
     secret_names = config.secret_names()
     pool = env.mcp_pool
+    person = _person_auth(definition, declared, env)
     connection = pool.connection(config) if pool is not None else None
 
     async def execute(arguments: dict[str, Any], context: CallContext) -> Any:
         nonlocal connection
-        hidden = _secret_values(secret_names)
+        hidden = list(_secret_values(secret_names).items())
         try:
-            if connection is not None:
+            if person is not None:
+                authorization, credentials = await _as_person(definition.id, person, env, context)
+                hidden += credentials
+                with relaying(context.client, config):
+                    result = await pool.person(config, (context.issuer, context.caller), authorization
+                                               ).call_tool(name, arguments)
+            elif connection is not None:
                 if connection.state == "closed":  # the pool closed with its gateway's server, which runs again
                     connection = pool.connection(config)
                 with relaying(context.client, config):
@@ -61,10 +70,11 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
             else:
                 result = await call_once(config, name, arguments)
         except UpstreamUnavailable as exc:
-            raise ToolError(secret_store.redact(f"Tool '{definition.id}': {exc}", hidden)) from None
+            raise _refused(person, secret_store.redact(f"Tool '{definition.id}': {exc}", hidden),
+                           exc.refusal) from None
         except MCPError as exc:
             message = f"Tool '{definition.id}': {config.label} {_failure(exc)}"
-            raise ToolError(secret_store.redact(message, hidden)) from None
+            raise _refused(person, secret_store.redact(message, hidden), refusal_of(exc)) from None
         try:
             found = answer(result, structured, definition.id)
         except ToolError as exc:  # isError: the upstream's own words, which may echo a secret too
@@ -75,7 +85,7 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
         return Content(rewritten(found.blocks, redact), redact(found.value))
 
     if connection is not None:
-        connection.hold(execute)  # the session stays open while a catalog serves this tool
+        connection.hold(execute)  # the session stays open while a catalog serves this tool (and lists its tools)
     return Bound(executor=execute, talks=config.relay)
 
 
@@ -93,6 +103,15 @@ def answer(result: mcp_types.CallToolResult, structured: bool, tool_id: str) -> 
         with contextlib.suppress(ValueError):
             return Content(blocks, json.loads(text))
     return Content(blocks)
+
+
+def _refused(person: TokenSource | None, message: str, refusal: Refusal | None) -> ToolError:
+    """The error result of a call that failed: with the link to connect again when the upstream no longer takes
+    the person's own connection (it answered 401: revoked or expired there)."""
+    if person is None or person.spec.grant != "authorization_code" or refusal is None or refusal.status != 401:
+        return ToolError(message)
+    link = httpauth.connect_link(person)
+    return ConnectionNeeded(f"{message}; connect your account again at {link}", link)
 
 
 def _failure(exc: MCPError) -> str:
@@ -117,8 +136,30 @@ def _secret_values(names: frozenset[str]) -> dict[str, str]:
         return {}
 
 
-def _config(definition: ToolDefinition, source: str, env: BuildEnv) -> UpstreamConfig:
-    """The connection of the ``mcp`` source ``source`` declared in the tool's own file."""
+def _person_auth(definition: ToolDefinition, declared: Mapping[str, Any], env: BuildEnv) -> TokenSource | None:
+    """The tokens of the source's ``person_auth`` (each call made as the calling person), if it declares one."""
+    if declared.get("person_auth") is None:
+        return None
+    problems: list[Problem] = []
+    source = httpauth.parse(definition, declared["person_auth"], env, lambda path, message: problems.append(
+        _problem(definition, ["binding", "mcp", "source"],
+                 f"source '{definition.binding['mcp']['source']}': person_auth: {message}")))
+    if problems:
+        raise BindingProblems(problems)
+    return source
+
+
+async def _as_person(tool_id: str, tokens: TokenSource, env: BuildEnv,
+                     context: CallContext) -> tuple[str, list[tuple[str, str]]]:
+    """The calling person's Authorization for the upstream (exchanged, or their connection's), and what to redact."""
+    if env.mcp_pool is None or env.http_client is None:
+        raise ToolError(f"Tool '{tool_id}' is called in each person's own session, which only a running gateway "
+                        "keeps.")
+    return await httpauth.bearer(tool_id, tokens, env.http_client(), context)
+
+
+def _config(definition: ToolDefinition, source: str, env: BuildEnv) -> tuple[UpstreamConfig, Mapping[str, Any]]:
+    """The connection of the ``mcp`` source ``source`` declared in the tool's own file, and its declaration."""
     where = ["binding", "mcp", "source"]
     data = definition.document.data if definition.document is not None else None
     entries = data.get("sources") if isinstance(data, Mapping) else None
@@ -128,7 +169,7 @@ def _config(definition: ToolDefinition, source: str, env: BuildEnv) -> UpstreamC
             if config is None:
                 raise BindingProblems([_problem(definition, where, f"source '{source}': {message}")
                                        for _, message in problems])
-            return config
+            return config, entry["mcp"]
     raise BindingProblems([_problem(definition, where, f"no mcp source '{source}' is declared in this file "
                                                        "(sources: [{id: " + source + ", mcp: {...}}])")])
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
+import httpx
 import jwt
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -79,3 +81,27 @@ class BearerApi:
             return JSONResponse({**self.shown(claims), "echo": sent if request.query_params.get("echo") else None})
 
         return Starlette(routes=[Route("/me", me)])
+
+
+def link(text: str, url: str) -> str:
+    """The connect link an error result gives, made to reach the test's gateway (its audience is not where it
+    listens)."""
+    start = text.index(f"{AUDIENCE}/oauth/connect/")
+    return url + text[start + len(AUDIENCE):].split()[0]
+
+
+def connect(link: str, issuer: Any, crm: Any, person: str, account: str) -> httpx.Response:
+    """A browser (its own cookie jar) signed in as ``person`` at the gateway's identity provider and as
+    ``account`` at the CRM's opens ``link``; every redirect followed by hand. The last answer (the gateway's
+    page)."""
+    issuer.signed_in, crm.signed_in = person, account
+    hops = []
+    with httpx.Client() as browser:
+        answer = browser.get(link)
+        while answer.status_code in (302, 303):
+            hops.append(urlsplit(answer.headers["location"]))
+            answer = browser.get(answer.headers["location"])
+    assert [(hop.netloc, hop.path) for hop in hops] == [
+        (urlsplit(issuer.url).netloc, "/authorize"), (urlsplit(link).netloc, "/oauth/callback"),
+        (urlsplit(crm.url).netloc, "/authorize"), (urlsplit(link).netloc, "/oauth/callback")]
+    return answer

@@ -22,7 +22,8 @@ from issuer import Issuer, issuing
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
-from oauth_support import AUDIENCE, BearerApi, bearer
+from oauth_support import AUDIENCE, BearerApi, bearer, connect
+from oauth_support import link as _link
 from support import RedisServer, running, serving
 
 from gateway.errors import DefinitionsInvalid
@@ -106,30 +107,6 @@ def _call(url: str, credential: str, **arguments) -> dict:
     answer = httpx.post(f"{url}/tools/crm_me/call", json=arguments, headers=bearer(credential), timeout=20)
     assert answer.status_code == 200, answer.text
     return answer.json()
-
-
-def _link(text: str, url: str) -> str:
-    """The connect link an error result gives, made to reach the test's gateway (its audience is not where it
-    listens)."""
-    start = text.index(f"{AUDIENCE}/oauth/connect/")
-    return url + text[start + len(AUDIENCE):].split()[0]
-
-
-def connect(link: str, issuer: Issuer, crm: Issuer, person: str, account: str) -> httpx.Response:
-    """A browser (its own cookie jar) signed in as ``person`` at the gateway's identity provider and as
-    ``account`` at the CRM's opens ``link``; every redirect followed by hand. The last answer (the gateway's
-    page)."""
-    issuer.signed_in, crm.signed_in = person, account
-    hops = []
-    with httpx.Client() as browser:
-        answer = browser.get(link)
-        while answer.status_code in (302, 303):
-            hops.append(urlsplit(answer.headers["location"]))
-            answer = browser.get(answer.headers["location"])
-    assert [(hop.netloc, hop.path) for hop in hops] == [
-        (urlsplit(issuer.url).netloc, "/authorize"), (urlsplit(link).netloc, "/oauth/callback"),
-        (urlsplit(crm.url).netloc, "/authorize"), (urlsplit(link).netloc, "/oauth/callback")]
-    return answer
 
 
 def test_a_person_connects_once_and_then_calls_as_their_own_account(issuer, crm, world):

@@ -11,6 +11,9 @@
     relist_s            how often an upstream that tells no list changes is listed again (default 60 s)
     auth                ``oauth``, or ``{oauth: {...}}``: OAuth 2.1 to an upstream that demands it
                         (``gateway.upstream.oauth``; its secrets are filled in when a token is asked for)
+    person_auth         ``{token_exchange | authorization_code: {...}}``: each call in the calling person's own
+                        session, with their token (``gateway.bindings.mcp`` gets it, ``McpPool.person`` keeps the
+                        sessions); the listing stays the gateway's own (headers, auth)
 
 An ``UpstreamConfig`` is the key of the pooled session (``gateway.upstream.mcp.pool``): the values as written, so a changed
 declaration is a new session and an unchanged one keeps its session across reloads. Secrets are resolved when a
@@ -42,6 +45,7 @@ DEFAULT_RELIST_S = 60.0
 # The HTTP statuses of an upstream refusing the gateway's credentials (the source's headers): `validate` fails on
 # them, where a down upstream is only a warning.
 CREDENTIALS_REFUSED = frozenset({401, 403})
+NO_PERSON_ON_STDIO = "a person's token is sent over HTTP: a stdio server ('command') serves no one but the gateway"
 TEMPLATE_NAMES = frozenset({"secrets"})  # a connection has no call arguments or context to read
 
 
@@ -157,6 +161,8 @@ def parse_config(source: str, spec: Mapping[str, Any], settings: Settings
         problems += [(("auth", *path), message) for path, message in refused]
         if url is None:
             problems.append((("auth",), "OAuth is spoken over HTTP: a stdio server ('command') takes 'env'"))
+    if spec.get("person_auth") is not None and url is None:
+        problems.append((("person_auth",), NO_PERSON_ON_STDIO))
     config = UpstreamConfig(
         source=source,
         bounds=ListingBounds(settings.source_max_tools, settings.source_max_bytes, settings.source_max_depth),

@@ -90,6 +90,10 @@ class Pool(Protocol):
 class Connection(ChangeWatch, SessionCalls):
     """One upstream's session, held by a task of its own (see the module's docstring)."""
 
+    # Whether the session lists the upstream's tools when it connects and watches them change: the gateway's own
+    # does, for the builds; a person's (``gateway.upstream.mcp.people``) only calls.
+    watches = True
+
     def __init__(self, pool: Pool, config: UpstreamConfig):
         self.pool = pool
         self.config = config
@@ -206,11 +210,14 @@ class Connection(ChangeWatch, SessionCalls):
     async def _serve(self, client: Client, beside: mcp_listing.Beside, attempt: asyncio.Future[Client]) -> None:
         assert self._redo is not None
         self._fast = beside.fast(client)
+        tools: list[mcp_types.Tool] = []
+        listed = None
         try:
-            tools = await mcp_listing.list_tools(client, self._fast, self.config)
-            listed = await asyncio.to_thread(fingerprint, tools)
+            if self.watches:
+                tools = await mcp_listing.list_tools(client, self._fast, self.config)
+                listed = await asyncio.to_thread(fingerprint, tools)
         except ListingTooLarge as exc:  # the build says so; the session stays (a reconnect would list it again)
-            tools, listed = [], str(exc)
+            listed = str(exc)
         self._client, self.state, self.error, self.refusal, self.connected_at = client, "up", None, None, time.time()
         if not attempt.done():
             attempt.set_result(client)
@@ -218,7 +225,8 @@ class Connection(ChangeWatch, SessionCalls):
         if self.listed is not None and listed != self.listed:
             self._changed()  # it came back, or came back different, since the last build read it
         async with anyio.create_task_group() as group:
-            group.start_soon(self._listen, client, group.cancel_scope)
+            if self.watches:
+                group.start_soon(self._listen, client, group.cancel_scope)
             await self._redo.wait()
             group.cancel_scope.cancel()
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..oauth.clients import OAuthClients
     from .config import UpstreamConfig
     from .connection import Connection
+    from .people import People, PersonSession
 
 log = logging.getLogger("gateway.mcp_pool")
 
@@ -46,6 +47,7 @@ class McpPool:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.on_change: Callable[[], None] | None = None
         self._oauth: OAuthClients | None = None
+        self._people: People | None = None
 
     @property
     def oauth(self) -> OAuthClients:
@@ -85,6 +87,16 @@ class McpPool:
             if found is None or found.state == "closed":
                 found = self._connections[config] = Connection(self, config)
             return found
+
+    def person(self, config: UpstreamConfig, person: object, authorization: str) -> PersonSession:
+        """On the pool's loop: ``person``'s own session to ``config``'s upstream (``person_auth``), sending
+        ``authorization`` (``gateway.upstream.mcp.people``)."""
+        if self._people is None:
+            from .people import People
+
+            self.bind()
+            self._people = People(self)
+        return self._people.session(config, person, authorization)
 
     def connections(self) -> list[Connection]:
         with self.lock:
@@ -129,6 +141,8 @@ class McpPool:
         """Close every session (stdio servers are stopped), for the gateway's shutdown."""
         with self.lock:
             connections, self._connections = list(self._connections.values()), {}
-        await asyncio.gather(*(c.aclose() for c in connections), return_exceptions=True)
+        people, self._people = self._people, None
+        await asyncio.gather(*(c.aclose() for c in connections), *([people.aclose()] if people else []),
+                             return_exceptions=True)
 
 
