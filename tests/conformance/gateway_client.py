@@ -72,6 +72,11 @@ def source(server_url: str) -> dict[str, Any]:
         oauth["signing_alg"] = context["signing_algorithm"]
     if "client-credentials" in os.environ.get("MCP_CONFORMANCE_SCENARIO", ""):
         oauth["grant"] = "client_credentials"
+    if "idp_id_token" in context:  # SEP-990: the enterprise identity provider and the gateway's assertion
+        os.environ["CONFORMANCE_ID_TOKEN"] = context["idp_id_token"]
+        oauth["grant"] = "cross_app_access"
+        oauth["idp"] = {"token_endpoint": context["idp_token_endpoint"], "client_id": context["idp_client_id"],
+                        "id_token": "{{ secrets.CONFORMANCE_ID_TOKEN }}"}
     return {"id": "scenario", "mcp": {"url": server_url, "auth": {"oauth": oauth}}}
 
 

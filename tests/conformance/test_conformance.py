@@ -30,11 +30,7 @@ CLIENT = HERE / "gateway_client.py"
 SERVER_XFAIL: dict[str, str] = {}
 # Every other client scenario passes (the OAuth ones through the gateway's upstream OAuth client, gateway_client.py
 # playing the admin's browser).
-CLIENT_XFAIL: dict[str, str] = {
-    "auth/cross-app-access-complete-flow": "identity issue 26: the gateway's upstream OAuth client has no "
-                                           "enterprise-managed authorization (SEP-990: token exchange of an IdP's "
-                                           "ID token for an ID-JAG, then the JWT bearer grant)",
-}
+CLIENT_XFAIL: dict[str, str] = {}
 
 SCENARIOS = scenarios()
 REVISIONS = sorted({revision for scenario in SCENARIOS["server"] for revision in scenario.revisions})

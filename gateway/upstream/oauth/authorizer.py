@@ -2,10 +2,10 @@
 refuses it, and the authorization-code flow an admin's browser drives.
 
 ``Bearer`` is the ``httpx2.Auth`` of the connection's HTTP client: every request carries the current access token
-(refreshed first when it is about to expire). A 401 is answered by a refresh (or, for the client-credentials
-grant, a new token) and the request sent once more; a 403 ``insufficient_scope`` (step-up) by a token for the
-scopes held and those the challenge names — asked at once with client credentials, else by an admin's new
-authorization. Step-ups are bounded (``MAX_STEP_UPS`` in a row without a request getting through), and none is
+(refreshed first when it is about to expire). A 401 is answered by a refresh (or, for a grant the gateway asks
+alone — client credentials, cross-app access — a new token) and the request sent once more; a 403
+``insufficient_scope`` (step-up) by a token for the scopes held and those the challenge names — asked at once by
+such a grant, else by an admin's new authorization. Step-ups are bounded (``MAX_STEP_UPS`` in a row without a request getting through), and none is
 offered when the challenge names only scopes already granted: a server that never accepts is not asked forever.
 
 A refusal the admin can mend (no token, a refresh refused, more scope) is marked on its request
@@ -34,7 +34,7 @@ from mcp.client.auth.utils import (
 
 from ... import secrets as secret_store
 from . import registration, tokens
-from .config import AUTHORIZATION_CODE, CONNECT_EXTENSION, GATEWAY, OAuthClient
+from .config import AUTHORIZATION_CODE, CONNECT_EXTENSION, CROSS_APP_ACCESS, GATEWAY, OAuthClient
 from .discovery import Discovered, discover
 from .errors import DiscoveryFailed, TokenFailed
 from .store import TokenStore, Unreadable
@@ -131,7 +131,7 @@ class Authorizer:
             return token.access_token if token is not None else None
         if token.refresh_token is not None and await self._refreshed(token):
             return self._token.access_token if self._token is not None else None
-        return None if self.interactive else await self._client_credentials()
+        return None if self.interactive else await self._unattended()
 
     async def _refreshed(self, token: Token) -> bool:
         try:
@@ -145,11 +145,16 @@ class Authorizer:
             self._keep(None)
             return False
 
-    async def _client_credentials(self) -> str | None:
+    async def _unattended(self) -> str | None:
+        """A token the gateway asks for alone: client credentials, or cross-app access (SEP-990)."""
         try:
             discovered = await self._discover()
             credentials = self._credentials(discovered, self._client(discovered))
-            token = await tokens.client_credentials(discovered, credentials, self._scope(discovered, []))
+            scope = self._scope(discovered, [])
+            if self.declaration.grant == CROSS_APP_ACCESS:
+                token = await tokens.cross_app_access(discovered, credentials, scope, self._identity_provider())
+            else:
+                token = await tokens.client_credentials(discovered, credentials, scope)
         except (DiscoveryFailed, TokenFailed) as exc:
             log.warning("MCP server '%s': no OAuth token for the gateway: %s", self.source, exc)
             self._discovered = None
@@ -171,6 +176,11 @@ class Authorizer:
         secrets = self._secrets()
         return Credentials(client, client.client_secret or secrets.get("client_secret"), secrets.get("private_key"),
                            self.declaration.signing_alg)
+
+    def _identity_provider(self) -> tokens.IdentityProvider:
+        secrets, declared = self._secrets(), self.declaration
+        return tokens.IdentityProvider(declared.idp_token_endpoint, declared.idp_issuer, secrets.get("idp_client_id"),
+                                       secrets.get("idp_client_secret"), secrets.get("idp_id_token", ""))
 
     def _scope(self, discovered: Discovered, grant_types: list[str]) -> str | None:
         if self.declaration.scopes:
@@ -199,7 +209,7 @@ class Authorizer:
                     return True
                 self._keep(None)
             if not self.interactive:
-                return await self._client_credentials() is not None
+                return await self._unattended() is not None
             self.mark(response.request)
             return False
         if not step_up:
@@ -212,7 +222,7 @@ class Authorizer:
         self.step_ups += 1
         self._wanted = union_scopes(union_scopes(self._wanted, token.scope if token else None), scope)
         if not self.interactive:
-            return await self._client_credentials() is not None
+            return await self._unattended() is not None
         self.mark(response.request)
         return False
 

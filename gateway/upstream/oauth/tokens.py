@@ -2,8 +2,9 @@
 authorization URL (PKCE S256, ``state``, RFC 8707 ``resource``), the code exchange, refreshes and the
 client-credentials grant, the client authenticating as it was registered: client_secret_basic,
 client_secret_post, none, or private_key_jwt (RFC 7523: an assertion authlib signs with joserfc, audience the
-authorization server's issuer). What the server answers is kept as a ``Token``; its refusals are told by their
-OAuth error code and description, never with a credential."""
+authorization server's issuer), and SEP-990's cross-app access (an identity assertion exchanged at the identity
+provider for an ID-JAG, then the JWT bearer grant). What the server answers is kept as a ``Token``; its refusals
+are told by their OAuth error code and description, never with a credential."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import httpx
 import httpx2
 from authlib.common.security import generate_token
 from authlib.integrations.httpx_client import AsyncOAuth2Client, OAuthError
@@ -19,6 +21,9 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from joserfc import jwk
 
+from ... import secrets as secret_store
+from ...identity.fetch import FetchFailed
+from ...identity.fetch import discover as discover_issuer
 from .discovery import TIMEOUT_S, Discovered
 from .errors import TokenFailed
 from .registration import Client
@@ -27,6 +32,10 @@ from .registration import Client
 EXPIRY_MARGIN_S = 60.0
 MAX_WORDS = 200  # of the server's own error description
 _EC_ALGS = {"secp256r1": "ES256", "secp384r1": "ES384", "secp521r1": "ES512"}
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
+ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,64 @@ async def refresh(discovered: Discovered, credentials: Credentials, token: Token
 async def client_credentials(discovered: Discovered, credentials: Credentials, scope: str | None) -> Token:
     return await _ask(discovered, credentials, scope, None, grant_type="client_credentials",
                       **({"scope": scope} if scope else {}))
+
+
+@dataclass(frozen=True)
+class IdentityProvider:
+    """The enterprise identity provider of ``cross_app_access``, with its secrets read now."""
+
+    token_endpoint: str | None
+    issuer: str | None
+    client_id: str | None
+    client_secret: str | None
+    id_token: str
+
+
+async def cross_app_access(discovered: Discovered, credentials: Credentials, scope: str | None,
+                           idp: IdentityProvider) -> Token:
+    """SEP-990: the identity assertion exchanged at the identity provider for an ID-JAG naming the upstream's
+    authorization server (``audience``) and the upstream (``resource``), then that grant for an access token."""
+    grant = await _identity_grant(discovered, idp)
+    secret_store.conceal((grant,), "upstream oauth")  # a bearer credential too, for its few minutes
+    return await _ask(discovered, credentials, scope, None, grant_type=JWT_BEARER, assertion=grant,
+                      **({"scope": scope} if scope else {}))
+
+
+async def _identity_grant(discovered: Discovered, idp: IdentityProvider) -> str:
+    endpoint = idp.token_endpoint or await _idp_token_endpoint(idp.issuer or "")
+    oauth = AsyncOAuth2Client(client_id=idp.client_id, client_secret=idp.client_secret,
+                              token_endpoint_auth_method="client_secret_basic" if idp.client_secret else "none",
+                              timeout=TIMEOUT_S, follow_redirects=False)
+    try:
+        async with oauth:
+            answer = await oauth.fetch_token(endpoint, grant_type=TOKEN_EXCHANGE, subject_token=idp.id_token,
+                                             subject_token_type=ID_TOKEN, requested_token_type=ID_JAG,
+                                             audience=discovered.issuer, resource=discovered.resource,
+                                             **({} if idp.client_secret else {"client_id": idp.client_id}))
+    except OAuthError as exc:
+        words = f"{exc.error}: {exc.description}" if exc.description else str(exc.error)
+        raise TokenFailed(f"its identity provider refused the identity assertion ({words[:MAX_WORDS]})",
+                          str(exc.error)) from None
+    except httpx2.HTTPError as exc:
+        raise TokenFailed(f"its identity provider's token endpoint could not be reached: {type(exc).__name__}") \
+            from None
+    grant = answer.get("access_token")
+    if answer.get("issued_token_type") != ID_JAG or not isinstance(grant, str) or not grant:
+        raise TokenFailed("its identity provider answered without an identity assertion grant (issued_token_type "
+                          f"{str(answer.get('issued_token_type'))[:100]!r})")
+    return grant
+
+
+async def _idp_token_endpoint(issuer: str) -> str:
+    """The token endpoint the identity provider's discovery document names."""
+    try:
+        async with httpx.AsyncClient(follow_redirects=False) as http:
+            endpoint = (await discover_issuer(http, issuer, TIMEOUT_S)).get("token_endpoint")
+    except FetchFailed as exc:
+        raise TokenFailed(f"the metadata of its identity provider {issuer} cannot be read: {exc}") from None
+    if not isinstance(endpoint, str) or not endpoint.startswith(("https://", "http://")):
+        raise TokenFailed(f"the discovery document of its identity provider {issuer} names no token_endpoint")
+    return endpoint
 
 
 async def _ask(discovered: Discovered, credentials: Credentials, scope: str | None, redirect_uri: str | None,
