@@ -53,9 +53,29 @@ class ApiKey:
     metrics: bool = False  # may scrape /metrics (admin keys may too); for a Prometheus server's credentials
     # ``{calls, per_s}``: the key's calls across every tool and replica (gateway.state.rate_limits); None: unlimited.
     rate_limit: Mapping[str, Any] | None = None
+    # Whether its MCP tools/list is a search (ToolSearch); None: as the tool_search setting says.
+    tool_search: bool | None = None
 
     def allows(self, tool_toolsets: tuple[str, ...]) -> bool:
         return not self.toolsets or bool(set(self.toolsets) & set(tool_toolsets))
+
+
+@dataclass(frozen=True)
+class ToolSearch:
+    """The ``tool_search`` setting: when MCP clients get a search instead of the whole catalog.
+
+    ``mcp``: a caller's ``tools/list`` is its pinned tools (``always``) and the meta-tools ``search_tools`` and
+    ``call_tool`` (an API key's own ``tool_search`` decides for it); a caller who may use ``min_tools`` tools or
+    fewer gets the whole list all the same; ``k``: what ``search_tools`` returns when its call does not say."""
+
+    mcp: bool = False
+    always: tuple[str, ...] = ()
+    min_tools: int = 0
+    k: int = 8
+
+
+TOOL_SEARCH_KEYS = ("mcp", "always", "min_tools", "k")
+MAX_SEARCH_K = 50  # gateway.search.MAX_K
 
 
 @dataclass(frozen=True)
@@ -137,6 +157,8 @@ class Settings:
     # Cluster mode (gateway.state, gateway.cluster): {redis_url, prefix, heartbeat_s}; empty: one process, state
     # in memory. TOOL_GATEWAY_CLUSTER_REDIS_URL sets redis_url.
     cluster: Mapping[str, Any] = field(default_factory=dict)
+    # Tool search on MCP (gateway.server.mcp.searching): {mcp, always, min_tools, k}; off by default.
+    tool_search: ToolSearch = field(default_factory=lambda: ToolSearch())
 
     @property
     def auth_enabled(self) -> bool:
@@ -257,13 +279,35 @@ def _coerce(values: dict[str, Any]) -> Settings:
         changes["log_level"] = level
     if "cluster" in changes:
         changes["cluster"] = _cluster(changes["cluster"])
-    if "oauth" in changes:
-        try:
-            changes["oauth"] = oauth_config.parse(changes["oauth"])
-        except ValueError as exc:
-            raise SettingsInvalid(str(exc)) from None
+    for name, parse in (("oauth", oauth_config.parse), ("tool_search", _tool_search)):
+        if name in changes:
+            try:
+                changes[name] = parse(changes[name])
+            except ValueError as exc:
+                raise SettingsInvalid(str(exc)) from None
     changes["api_keys"] = tuple(_api_key(entry) for entry in keys)
     return replace(settings, **changes)
+
+
+def _tool_search(value: Any) -> ToolSearch:
+    if not isinstance(value, Mapping):
+        raise ValueError(  # noqa: TRY004 — the settings' own error, raised as SettingsInvalid
+            "setting 'tool_search': expected a mapping like {mcp: true, always: [tool_id], k: 8}")
+    unknown = sorted(set(map(str, value)) - set(TOOL_SEARCH_KEYS))
+    if unknown:
+        raise ValueError(f"setting 'tool_search': unknown key(s) {', '.join(unknown)} "
+                         f"(known: {', '.join(TOOL_SEARCH_KEYS)})")
+    mcp, always = value.get("mcp", False), value.get("always", [])
+    min_tools, k = value.get("min_tools", 0), value.get("k", ToolSearch.k)
+    if not isinstance(mcp, bool):
+        raise ValueError(f"setting 'tool_search.mcp': must be true or false, got {mcp!r}")  # noqa: TRY004
+    if not isinstance(always, list) or not all(isinstance(item, str) for item in always):
+        raise ValueError("setting 'tool_search.always': expected a list of tool ids")
+    if isinstance(min_tools, bool) or not isinstance(min_tools, int) or min_tools < 0:
+        raise ValueError(f"setting 'tool_search.min_tools': must be a whole number, 0 or more, got {min_tools!r}")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_SEARCH_K:
+        raise ValueError(f"setting 'tool_search.k': must be a whole number from 1 to {MAX_SEARCH_K}, got {k!r}")
+    return ToolSearch(mcp, tuple(always), min_tools, k)
 
 
 CLUSTER_KEYS = {"redis_url": str, "prefix": str, "heartbeat_s": (int, float)}
@@ -307,7 +351,8 @@ def _api_key(entry: Any) -> ApiKey:
     if not isinstance(entry, dict) or "name" not in entry or "sha256" not in entry:
         raise SettingsInvalid("each api_keys entry needs 'name' and 'sha256' (the key's SHA-256 hex digest)")
     where = f"api key '{entry['name']}'"
-    unknown = set(entry) - {"name", "sha256", "toolsets", "admin", "may_assert_user", "metrics", "rate_limit"}
+    unknown = set(entry) - {"name", "sha256", "toolsets", "admin", "may_assert_user", "metrics", "rate_limit",
+                            "tool_search"}
     if unknown:
         raise SettingsInvalid(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
     flags = {}
@@ -315,9 +360,12 @@ def _api_key(entry: Any) -> ApiKey:
         if not isinstance(entry.get(flag, False), bool):  # bool("false") would grant it
             raise SettingsInvalid(f"{where}: '{flag}' must be true or false, got {entry[flag]!r}")
         flags[flag] = entry.get(flag, False)
+    if not isinstance(entry.get("tool_search", False), bool):
+        raise SettingsInvalid(f"{where}: 'tool_search' must be true or false, got {entry['tool_search']!r}")
     try:
         limit = None if entry.get("rate_limit") is None else rate_limits.checked(entry["rate_limit"], where)
     except ValueError as exc:
         raise SettingsInvalid(str(exc)) from None
     return ApiKey(str(entry["name"]), str(entry["sha256"]).lower(),
-                  _strings(entry.get("toolsets") or [], f"{where}: 'toolsets'"), **flags, rate_limit=limit)
+                  _strings(entry.get("toolsets") or [], f"{where}: 'toolsets'"), **flags, rate_limit=limit,
+                  tool_search=entry.get("tool_search"))

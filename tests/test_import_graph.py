@@ -118,7 +118,7 @@ LAYERS = [
     {"gateway.filters"},
     {"gateway.sources"},
     {"gateway.catalog"},
-    {"gateway.results", "gateway.formats"},
+    {"gateway.results", "gateway.formats", "gateway.search"},
     {"gateway.invoke"},
     {"gateway"},  # the public face: __version__ and the library's entry points
     {"gateway.contract"},

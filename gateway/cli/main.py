@@ -83,6 +83,13 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="print the REST listing as JSON")
     listing.set_defaults(run=_list)
 
+    found = command("search", help="the tools that best fit a request, best first (as GET /tools/search)")
+    found.add_argument("definitions", help="definitions directory")
+    found.add_argument("text", help="what is asked, in words")
+    found.add_argument("-k", type=int, default=8, help="how many tools (default 8, at most 50)")
+    found.add_argument("--json", action="store_true", help="print the REST answer as JSON")
+    found.set_defaults(run=_search)
+
     call = command("call", help="call one tool and print its result")
     call.add_argument("tool_id")
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object, or a bare value for a one-parameter tool")
@@ -220,6 +227,25 @@ def _list(args: argparse.Namespace) -> int:
         error = f"  ({source['error']})" if source.get("error") else ""
         print(f"source {source['id']}  {source['kind']}  {source['tools']} tool(s)  {source['health']}{error}")
     return 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    from ..search import MAX_K
+    from ..search.index import index_of
+
+    if not 1 <= args.k <= MAX_K:
+        print(f"-k must be from 1 to {MAX_K}", file=sys.stderr)
+        return 2
+    catalog = _catalog(args)
+    found = index_of(catalog).search(args.text, args.k, "all", lambda tool: True)
+    if args.json:
+        print(json.dumps({"tools": [{**hit.tool.describe(), "score": round(hit.score, 4)} for hit in found]},
+                         indent=2, ensure_ascii=False))
+        return 0
+    width = max((len(hit.tool.id) for hit in found), default=2)
+    for hit in found:
+        print(f"{hit.score:7.3f}  {hit.tool.id:<{width}}  {hit.tool.definition.name}")
+    return 0 if found else 1
 
 
 def _import_openapi(args: argparse.Namespace) -> int:

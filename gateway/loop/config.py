@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from .. import secrets
 from ..settings import Settings, SettingsInvalid
+from .selection import ALL, Selection, parse_selection
 
 if TYPE_CHECKING:
     from ..templates.compile import Template
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 _PROVIDER_KEYS = {"kind", "base_url", "model", "api_key", "timeout_s", "max_retries", "headers", "query",
                   "max_tokens", "params", "strict_tools"}
-_CHAT_KEYS = {"provider", "max_round_trips", "max_parallel_tools", "toolsets", "tags", "tools"}
+_CHAT_KEYS = {"provider", "max_round_trips", "max_parallel_tools", "toolsets", "tags", "tools", "tool_selection"}
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,8 @@ class ChatConfig:
     toolsets: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     tools: tuple[str, ...] | None = None
+    # Which of those tools each turn offers: every one ("all"), or the best for the conversation (gateway.loop.selection).
+    tool_selection: Selection | str = ALL
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,11 @@ def _chat(raw: Any, providers: Mapping[str, ProviderConfig], problems: list[str]
         known = ", ".join(providers) or "none configured"
         problems.append(f"chat.provider: no provider named {provider!r} (providers: {known})")
     tools = raw.get("tools")
+    try:
+        selection = parse_selection(raw.get("tool_selection", ALL), "chat.tool_selection")
+    except ValueError as exc:
+        problems.append(str(exc))
+        selection = ALL
     return ChatConfig(
         provider=provider,
         max_round_trips=_integer("chat.max_round_trips", raw.get("max_round_trips", 8), problems, minimum=1),
@@ -165,6 +173,7 @@ def _chat(raw: Any, providers: Mapping[str, ProviderConfig], problems: list[str]
         toolsets=_names("chat.toolsets", raw.get("toolsets", ()), problems),
         tags=_names("chat.tags", raw.get("tags", ()), problems),
         tools=None if tools is None else _names("chat.tools", tools, problems),
+        tool_selection=selection,
     )
 
 

@@ -35,6 +35,7 @@ from ..catalog.snapshot import Catalog
 from ..context import CallContext
 from ..errors import GatewayError
 from ..events import Activity, current_call
+from ..search.bounds import INLINE_TOOLS
 from .calls import Answer, HandBack, accept_results, execute, plan, tool_message, unique_ids
 from .config import LoopConfig
 from .handoff import Handoffs, last_user_index
@@ -42,6 +43,7 @@ from .messages import ModelReply, ModelRequest, ProviderTimeout, Sleep, ToolCall
 from .models import ModelNames
 from .offer import MayUse, Offer, choose_tools
 from .request import ChatRequest
+from .selection import Selection
 from .trace import ToolExecution
 
 if TYPE_CHECKING:
@@ -76,6 +78,8 @@ class Finished:
     model: str
     usage: Mapping[str, int] | None
     trace: tuple[ToolExecution, ...]
+    # Where tools were selected (gateway.loop.selection): the gateway tools offered, and why; else None.
+    offered: tuple[Mapping[str, str], ...] | None = None
 
 
 Event = TextDelta | Executed | Finished
@@ -109,7 +113,15 @@ class ChatLoop:
         is refused here. ``who``: the ``CallContext`` fields naming the caller (``caller``: the principal; an OAuth
         caller's ``client_id``, ``issuer``, ``subject_token``), given to every tool call of the turn."""
         rules = sum(1 for tool in catalog.tools.values() if tool.definition.offer)
-        if len(request.latest_user_text) * max(rules, 1) > INLINE_OFFER_CHARS:
+        selection = request.tool_selection if request.tool_selection is not None else self.config.chat.tool_selection
+        searching = isinstance(selection, Selection)
+        if searching:  # the catalog's index, made in a worker thread the first time
+            from ..search.index import index_of, made
+
+            if made(catalog) is None:
+                await asyncio.to_thread(index_of, catalog)
+        if len(request.latest_user_text) * max(rules, 1) > INLINE_OFFER_CHARS or (
+                searching and len(catalog.tools) > INLINE_TOOLS):
             # Offer rules are matched in linear time, but a long message times many rules still adds up (RE2 at
             # its slowest allowed pattern: ~100 ms per rule over 20,000 characters, ~7 ms over 2,000); RE2
             # releases the GIL, so a worker thread keeps the event loop free.
@@ -311,7 +323,8 @@ class Turn:
 
     def finished(self, content: str, calls: tuple[ToolCall, ...], reason: str, model: str) -> Finished:
         self.activity.attributes.update(finish_reason=reason, response_model=model)
-        return Finished(content, calls, reason, model, dict(self.usage) or None, tuple(self.trace))
+        return Finished(content, calls, reason, model, dict(self.usage) or None, tuple(self.trace),
+                        self.offer.reasons())
 
 
 def failure_outcome(exc: Exception) -> str:

@@ -8,7 +8,9 @@ A gateway tool is offered when every one of these holds (LangChain4j's ToolProvi
 - its ``offer`` rule, if any, holds for the latest user message: ``when_message_matches`` (a regular
   expression in RE2 syntax, searched) or ``when_message_mentions`` (any of the words, as the start of a word,
   ignoring case), both matched in linear time over the message's first characters (``gateway.definitions.offer_rules``);
-- it can be declared in the provider's format (a schema the format cannot express leaves it out).
+- it can be declared in the provider's format (a schema the format cannot express leaves it out);
+- with ``tool_selection: {search: ...}``, it is among the best for the conversation, pinned, or its offer rule
+  matched (``gateway.loop.selection``).
 
 Scope decides the side: ``client`` tools, and ``all`` tools when the request asks ``gateway.side: client``, are
 handed back to the caller; the rest run in the gateway. Functions the caller declares in ``tools`` are always
@@ -28,6 +30,7 @@ from ..definitions.offer_rules import rule_holds, rule_patterns
 from ..formats import render_tools
 from .config import ChatConfig
 from .request import ChatRequest, InvalidRequest
+from .selection import Selection
 
 log = logging.getLogger("gateway.loop")
 
@@ -47,6 +50,13 @@ class Offered:
 class Offer:
     tools: Mapping[str, Offered]  # by the name the model calls (the tool id)
     caller_tools: Mapping[str, dict[str, Any]]  # declarations in the provider's format, by name
+    why: Mapping[str, str] | None = None  # each gateway tool's reason, where tools were selected (else None)
+
+    def reasons(self) -> tuple[dict[str, str], ...] | None:
+        """The response's ``tools_offered`` where tools were selected: each gateway tool offered, and why."""
+        if self.why is None:
+            return None
+        return tuple({"tool": name, "why": self.why[name]} for name in self.tools)
 
     @property
     def names(self) -> list[str]:
@@ -68,6 +78,10 @@ def choose_tools(catalog: Catalog, request: ChatRequest, chat: ChatConfig, tool_
     )
     message = request.latest_user_text
     chosen = [t for t in candidates if (caller is None or caller.may_use(t)) and offered_for(t, message)]
+    selection = request.tool_selection if request.tool_selection is not None else chat.tool_selection
+    why: dict[str, str] | None = None
+    if isinstance(selection, Selection):
+        chosen, why = _selected(catalog, chosen, request.conversation_text, selection)
     rendered = {}
     for tool in chosen:
         one = render_tools([tool], tool_format)
@@ -81,9 +95,25 @@ def choose_tools(catalog: Catalog, request: ChatRequest, chat: ChatConfig, tool_
         if name in rendered:
             raise InvalidRequest(f"tools: the function '{name}' has the name of a gateway tool; rename it.", "tools")
         caller_tools[name] = caller_tool(spec)
-    offer = Offer(rendered, caller_tools)
+    offer = Offer(rendered, caller_tools, why)
     _check_choice(request.tool_choice, offer)
     return offer
+
+
+def _selected(catalog: Catalog, chosen: list[Tool], conversation: str,
+              selection: Selection) -> tuple[list[Tool], dict[str, str]]:
+    """Of ``chosen``, what ``selection`` offers, in catalog order, and why each: the ``always`` ones, those whose
+    own offer rule matched, and the best ``k`` of the rest for the conversation (``gateway.search``; its index
+    made by ``ChatLoop.turn`` before, off the event loop)."""
+    from ..search.index import index_of  # bm25s: imported by the first search, not when the loop is
+
+    why = {t.id: "always" for t in chosen if t.id in selection.always}
+    why |= {t.id: "offer rule" for t in chosen if t.definition.offer and t.id not in why}
+    rest = frozenset(t.id for t in chosen if t.id not in why)
+    if rest:
+        found = index_of(catalog).search(conversation, selection.k, ("chat", rest), lambda tool: tool.id in rest)
+        why |= {hit.tool.id: f"search {hit.score:.3f}" for hit in found}
+    return [t for t in chosen if t.id in why], why
 
 
 def offered_for(tool: Tool, message: str) -> bool:

@@ -8,7 +8,8 @@ Beside the standard fields, the body may carry a ``gateway`` object (the openai 
       "tags": ["example"],           # ... with these tags (default: chat.tags)
       "tools": ["square_root"],      # ... and only these ids (an allowlist)
       "side": "client",              # tools with scope all run in the caller too (default: server)
-      "conversation_id": "c-42"      # also from the X-Conversation-Id header or metadata.conversation_id
+      "conversation_id": "c-42",     # also from the X-Conversation-Id header or metadata.conversation_id
+      "tool_selection": {"search": {"k": 8}}   # or "all" (default: chat.tool_selection; gateway.loop.selection)
     }
 
 ``user`` and ``metadata`` (standard fields) reach tools through their CallContext.
@@ -22,12 +23,13 @@ from typing import Any
 
 from ..errors import BadRequest
 from .messages import text_of
+from .selection import Selection, parse_selection
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 # Fields the gateway acts on itself; every other field is a model parameter passed to the provider.
 CONSUMED = frozenset({"model", "messages", "tools", "tool_choice", "stream", "stream_options", "gateway",
                       "metadata", "n", "functions", "function_call"})
-_GATEWAY_KEYS = frozenset({"toolsets", "tags", "tools", "side", "conversation_id"})
+_GATEWAY_KEYS = frozenset({"toolsets", "tags", "tools", "side", "conversation_id", "tool_selection"})
 
 
 class InvalidRequest(BadRequest):
@@ -58,6 +60,12 @@ class ChatRequest:
     user: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     traceparent: str | None = None  # the caller's W3C trace context (the traceparent header), when it sent one
+    tool_selection: Selection | str | None = None  # None: as the settings' chat.tool_selection says
+
+    @property
+    def conversation_text(self) -> str:
+        """The user's messages so far, the latest last: what a turn's tools are searched for."""
+        return "\n".join(text_of(m.get("content")) for m in self.messages if m.get("role") == "user")
 
     @property
     def latest_user_text(self) -> str:
@@ -93,6 +101,11 @@ def parse_chat_request(body: Any, conversation_header: str | None = None) -> Cha
     if unknown:
         raise InvalidRequest(f"gateway: unknown field(s) {', '.join(unknown)} (known: "
                              f"{', '.join(sorted(_GATEWAY_KEYS))})", f"gateway.{unknown[0]}")
+    try:
+        selection = None if extension.get("tool_selection") is None else parse_selection(
+            extension["tool_selection"], "gateway.tool_selection")
+    except ValueError as exc:
+        raise InvalidRequest(str(exc), "gateway.tool_selection") from None
     side = extension.get("side", "server")
     if side not in ("server", "client"):
         raise InvalidRequest(f"gateway.side: expected 'server' or 'client', got {side!r}", "gateway.side")
@@ -118,6 +131,7 @@ def parse_chat_request(body: Any, conversation_header: str | None = None) -> Cha
         conversation_id=str(conversation) if conversation is not None else None,
         user=user,
         metadata=metadata,
+        tool_selection=selection,
     )
 
 

@@ -16,6 +16,7 @@ from ..bindings import DECLARED_CONNECTIONS, BuildEnv
 from ..catalog.build import build_catalog
 from ..catalog.snapshot import Catalog
 from ..events import EventBus, Observer
+from ..search import Searches
 from ..settings import Settings, SettingsInvalid
 from ..sources import load_all
 from ..state import SharedState, open_state
@@ -82,6 +83,9 @@ class Gateway:
         # first build starts.
         self.rebuilder = Rebuilder(settings.definitions, self._build, self.events)
         self.rebuilder.first_build(settings)
+        # Tool search on every surface; once used, each new catalog's index is made as soon as it is swapped in.
+        self.searches = Searches()
+        self.on_change(self.searches.swapped)
 
     @property
     def catalog(self) -> Catalog:

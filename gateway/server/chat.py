@@ -3,7 +3,8 @@
 The request is a Chat Completions body; ``model`` names a configured provider (``default``) or a provider and
 a model (``default/gpt-4o``). The extension object ``gateway`` chooses tools and where they run (see
 ``gateway.loop.request``). The response is a Chat Completions body plus ``tool_executions``, the trace of the
-tools run in this request (see ``gateway.loop.trace``). When tools are handed back to the caller, the message
+tools run in this request (see ``gateway.loop.trace``), and with ``tool_selection`` ``tools_offered``: the tools the
+model was offered and why (``gateway.loop.selection``). When tools are handed back to the caller, the message
 holds them as ordinary ``tool_calls`` with ``finish_reason: "tool_calls"``; the caller runs them and sends the
 conversation back with ``role: "tool"`` results (optionally ``"is_error": true``), and the loop goes on.
 
@@ -144,6 +145,8 @@ class Completion:
         if finished.usage:
             body["usage"] = dict(finished.usage)
         body["tool_executions"] = [e.as_dict() for e in finished.trace]
+        if finished.offered is not None:
+            body["tools_offered"] = [dict(offered) for offered in finished.offered]
         return body
 
     async def stream(self, request: Request, first: Event, events: AsyncGenerator[Event, None]
@@ -177,6 +180,8 @@ class Completion:
             calls = [{"index": i, **call.as_openai()} for i, call in enumerate(event.tool_calls)]
             chunks.append(self.chunk({"tool_calls": calls}))
         chunks.append(self.chunk({}, finish_reason=event.finish_reason))
+        if event.offered is not None:
+            chunks.append(self.chunk(None, tools_offered=[dict(offered) for offered in event.offered]))
         if self.include_usage:
             usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, **(event.usage or {})}
             chunks.append(self.chunk(None, usage=usage))

@@ -61,6 +61,21 @@ async def test_the_catalog_searches_and_filters(console, page):
     await expect(page.get_by_text("No tool matches.")).to_be_visible()
 
 
+async def test_the_catalog_ranks_by_the_gateways_tool_search(console, page):
+    """"Rank by fit" asks the gateway's tool search (GET /tools/search): the tools that fit the words, best first,
+    with their fit — words that are in no tool's id or name still find one by its description and parameters."""
+    await sign_in(page, console.url)
+    rows = page.locator(".results tbody tr")
+    await page.get_by_label("Rank by fit").check()
+    await page.get_by_label("Search").fill("deliver pizzas for a customer")
+    await expect(page.locator(".tally")).to_contain_text("best fits, best first")
+    await expect(rows.first).to_contain_text("place_order")
+    await expect(page.locator(".results thead th").first).to_have_text("Fit")
+    await check_page(page, "catalog-ranked")
+    await page.get_by_label("Rank by fit").uncheck()
+    await expect(page.get_by_text("No tool matches.")).to_be_visible()  # no tool's listing fields hold those words
+
+
 async def test_a_tool_page_shows_its_descriptions_schemas_formats_and_declaration(console, page):
     """A tool's page shows both descriptions, its input schema as a readable list (nested properties, required
     marks, enum values) with a raw JSON toggle, the four provider formats, and file:line, which opens the

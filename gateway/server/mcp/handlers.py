@@ -4,7 +4,9 @@ shaping their results as the SDK would). One module both import, so the two answ
 
 - ``tools/list``: tools whose scope allows server execution (plus browser tools when the request names a
   browser session in ``_meta["gateway/session"]``), filtered by the caller's API key, in pages of
-  ``PAGE_SIZE``. Entries come from ``gateway.formats.mcp``, computed once per catalog.
+  ``PAGE_SIZE``. Entries come from ``gateway.formats.mcp``, computed once per catalog. A caller who searches
+  (the ``tool_search`` setting) lists its pinned tools and the meta-tools ``search_tools`` and ``call_tool``
+  instead (``gateway.server.mcp.searching``).
 - ``tools/call``: through ``invoke``. Argument and tool failures are ``isError`` results an LLM can read;
   an unknown tool, or one the key may not use, is a JSON-RPC error (``ProtocolError``). So is a call whose person
   must first connect an account (``ToolResult.connect_url``) from a client that declared URL-mode elicitation:
@@ -17,6 +19,7 @@ import json
 import logging
 import uuid
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 
 from ...catalog.snapshot import Catalog, Tool
@@ -28,6 +31,7 @@ from ...invoke import invoke
 from ...results import ToolResult
 from ...runtime.gateway import Gateway
 from ..http.auth import Caller, unknown_tool
+from . import searching
 from .messages import INVALID_PARAMS, URL_ELICITATION_REQUIRED, ProtocolError
 
 log = logging.getLogger("gateway.mcp")
@@ -47,8 +51,8 @@ class ToolHandlers:
     def list_view(self, caller: Caller, headers: Mapping[str, str], params: Any) -> tuple[Catalog, tuple[Any, ...], int]:
         """What a ``tools/list`` lists: the catalog, which of its ``visible`` lists, and where the page starts."""
         catalog = self.gateway.catalog
-        key = _visible_key(caller, _session(headers, params.meta))
-        return catalog, key, _offset(params.cursor, len(self.visible(catalog, key, caller)))
+        key = self._key(caller, headers, params.meta)
+        return catalog, key, _offset(params.cursor, len(self.listed(catalog, key, caller)))
 
     def page_key(self, key: tuple[Any, ...], start: int) -> tuple[Any, ...] | None:
         """How a page is known in the catalog's memo, for one that starts where this surface's pages start (not
@@ -56,31 +60,55 @@ class ToolHandlers:
         return None if start % PAGE_SIZE else ("mcp:page", key, start, PAGE_SIZE)
 
     def list_page(self, catalog: Catalog, key: tuple[Any, ...], start: int, caller: Caller) -> dict[str, Any]:
-        tools = self.visible(catalog, key, caller)
-        entries = self.entries(catalog)
-        page: dict[str, Any] = {"tools": [entries[tool.id] for tool in tools[start:start + PAGE_SIZE]],
-                                "resultType": "complete"}
-        if start + PAGE_SIZE < len(tools):
+        listed = self.listed(catalog, key, caller)
+        page: dict[str, Any] = {"tools": listed[start:start + PAGE_SIZE], "resultType": "complete"}
+        if start + PAGE_SIZE < len(listed):
             page["nextCursor"] = str(start + PAGE_SIZE)
         return page
 
+    def listed(self, catalog: Catalog, key: tuple[Any, ...], caller: Caller) -> list[dict[str, Any]]:
+        """The entries a ``tools/list`` pages through: the visible tools', or, where this caller searches, its
+        pinned tools' and the meta-tools' (``searching``)."""
+        def make() -> list[dict[str, Any]]:
+            tools, entries = self.visible(catalog, key, caller), self.entries(catalog)
+            if not self._searching(key, tools):
+                return [entries[tool.id] for tool in tools]
+            pinned = set(self.gateway.settings.tool_search.always) - set(searching.META_TOOLS)
+            return [entries[tool.id] for tool in tools if tool.id in pinned] + searching.meta_entries(len(tools))
+
+        return catalog.memo((*key, "listed"), make)
+
     def talks(self, message: Any) -> bool:
-        """Whether a POSTed message calls a tool that may talk to its client while it runs."""
+        """Whether a POSTed message calls a tool that may talk to its client while it runs (itself, or through
+        ``call_tool``)."""
         talking = self.talking(self.gateway.catalog)
         if not talking or type(message) is not dict or message.get("method") != "tools/call":
             return False
         params = message.get("params")
         name = params.get("name") if type(params) is dict else None
+        if name == searching.CALL_TOOL and type(params.get("arguments")) is dict:
+            inner = params["arguments"].get("name")
+            return name in talking or (type(inner) is str and inner in talking)
         return type(name) is str and name in talking
 
     async def call_tool(self, caller: Caller, headers: Mapping[str, str], request_id: Any, params: Any,
                         client: ClientChannel = SILENT, capabilities: Any = None) -> dict[str, Any]:
         """``capabilities``: the calling client's (a model, or its JSON), for URL elicitation."""
         catalog = self.gateway.catalog
+        if params.name in searching.META_TOOLS:
+            key = self._key(caller, headers, params.meta)
+            visible = self.visible(catalog, key, caller)
+            if self._searching(key, visible):
+                if params.name == searching.SEARCH_TOOLS:
+                    return await searching.search_result(self.gateway.searches, catalog, visible, key,
+                                                         self.entries(catalog), params.arguments,
+                                                         self.gateway.settings.tool_search.k)
+                name, arguments = searching.called(params.arguments)  # then called as a direct call is
+                params = SimpleNamespace(name=name, arguments=arguments, meta=params.meta)
         tool = catalog.tools.get(params.name)
         # A tool the key may not use is unknown to it, as on REST: neither told apart nor suggested.
         if tool is None or tool.id not in self.entries(catalog) or not caller.may_use(tool):
-            key = _visible_key(caller, _session(headers, params.meta))
+            key = self._key(caller, headers, params.meta)
             known = [t.id for t in self.visible(catalog, key, caller)]
             raise ProtocolError(INVALID_PARAMS, str(unknown_tool(params.name, known)))
         result = await invoke(catalog, tool.id, params.arguments,
@@ -114,11 +142,19 @@ class ToolHandlers:
     def visible(self, catalog: Catalog, key: tuple[Any, ...], caller: Caller) -> list[Tool]:
         # Once per catalog and kind of caller (what may_use reads): walking 10,000 tools took ~50 ms a listing.
         entries = self.entries(catalog)
-        session = key[-1]
+        session = key[2]
         return catalog.memo(key, lambda: [
             tool for tool in catalog.tools.values()
             if tool.id in entries and (tool.scope.runs_on_server or session) and caller.may_use(tool)
         ])
+
+    def _key(self, caller: Caller, headers: Mapping[str, str], meta: Any) -> tuple[Any, ...]:
+        return _visible_key(caller, _session(headers, meta),
+                            searching.searches(self.gateway.settings.tool_search, caller))
+
+    def _searching(self, key: tuple[Any, ...], visible: list[Tool]) -> bool:
+        """Whether the caller of ``key`` (who may use ``visible``) gets a search rather than the whole list."""
+        return key[3] and len(visible) > self.gateway.settings.tool_search.min_tools
 
     def call_result(self, tool: Tool, result: ToolResult) -> dict[str, Any]:
         body: dict[str, Any] = {"content": result.blocks(), "isError": result.is_error, "resultType": "complete"}
@@ -147,9 +183,10 @@ def _entries(catalog: Catalog) -> dict[str, dict[str, Any]]:
     return entries
 
 
-def _visible_key(caller: Caller, session: str | None) -> tuple[Any, ...]:
-    """What of a caller decides which tools it sees (what ``may_use`` reads, and whether it names a session)."""
-    return "mcp:visible", caller.reach, bool(session)
+def _visible_key(caller: Caller, session: str | None, searches: bool = False) -> tuple[Any, ...]:
+    """What of a caller decides which tools it sees (what ``may_use`` reads, whether it names a session) and how
+    they are listed (whether it searches)."""
+    return "mcp:visible", caller.reach, bool(session), searches
 
 
 def _session(headers: Mapping[str, str], meta: Any) -> str | None:

@@ -1,4 +1,5 @@
-"""The REST surface: ``/healthz``, ``/status``, ``/tools``, ``/tools/{id}``, ``POST /tools/{id}/call``.
+"""The REST surface: ``/healthz``, ``/status``, ``/tools``, ``/tools/search``, ``/tools/{id}``,
+``POST /tools/{id}/call``.
 
 Every handler reads ``Gateway.catalog`` once and answers from that snapshot, so a reload in the middle of a
 request never mixes two catalogs. Listings carry the catalog version as their ``ETag`` and answer
@@ -20,13 +21,15 @@ from starlette.routing import Route
 
 from ...catalog.snapshot import Catalog
 from ...errors import BadRequest
-from ...formats import FORMATS, render_tools
+from ...formats import FORMATS, anthropic, render_tools
 from ...runtime.cluster import public_view
 from ...runtime.gateway import Gateway
+from ...search import DEFAULT_K, MAX_K
 from ..http.auth import Caller, authenticate
 from ..http.compression import MIN_BYTES, ONCE_LEVEL, accepts_gzip, gzipped
 from ..http.errors import dumps, json_response
 from ..http.etags import not_modified
+from ..http.search import scoped
 
 if TYPE_CHECKING:
     from .fast import RestCalls
@@ -40,6 +43,7 @@ def routes(gateway: Gateway, calls: RestCalls) -> list[Route]:
     api = RestApi(gateway, calls)
     return [  # calls first: the router tries each path in turn, and calls are most of the traffic
         Route("/tools/{tool_id}/call", api.call_tool, methods=["POST"]),
+        Route("/tools/search", api.search_tools, methods=["GET"]),
         Route("/tools/{tool_id}", api.get_tool, methods=["GET"]),
         Route("/tools", api.list_tools, methods=["GET"]),
         Route("/healthz", api.healthz, methods=["GET"]),
@@ -107,17 +111,23 @@ class RestApi:
         toolsets, tags = _listed(query.getlist("toolset")), _listed(query.getlist("tag"))
         if fmt is not None and fmt not in FORMATS:
             raise BadRequest(f"Unknown format {fmt!r}; use one of: {', '.join(FORMATS)}.")
+        defer = query.get("defer_loading")
+        if defer is not None and (fmt != "anthropic" or defer not in anthropic.SEARCH_TOOLS):
+            raise BadRequest("defer_loading is Anthropic's tool search: give format=anthropic and defer_loading="
+                             f"{' or '.join(anthropic.SEARCH_TOOLS)}.")
 
         def listing() -> bytes:
             tools = [tool for tool in catalog.select(toolsets=toolsets, tags=tags) if caller.may_use(tool)]
             if fmt is None:
                 return dumps({"tools": [tool.describe() for tool in tools]})
             rendered = render_tools(tools, fmt)  # each tool's rendering is memoised on the tool
-            return dumps({"format": fmt, "tools": rendered.tools, "diagnostics": rendered.diagnostics})
+            declarations = rendered.tools if defer is None else anthropic.deferred(
+                rendered.tools, frozenset(self.settings.tool_search.always), defer)
+            return dumps({"format": fmt, "tools": declarations, "diagnostics": rendered.diagnostics})
 
         if toolsets or tags:
             recent = catalog.memo("rest:filtered", Recent)
-            key = (fmt, caller.reach, tuple(toolsets), tuple(tags), gzip)
+            key = (fmt, defer, caller.reach, tuple(toolsets), tuple(tags), gzip)
             made = recent.get(key)
             if made is None:
                 def filtered() -> tuple[bytes, bool]:
@@ -129,7 +139,7 @@ class RestApi:
             if packed:
                 headers = zipped
         else:  # the common case: one body per catalog, format and caller's reach, and its gzip beside it
-            key = ("rest", fmt, caller.reach)
+            key = ("rest", fmt, defer, caller.reach)
             body = catalog.memoised(key) or await _off_loop(lambda: catalog.memo(key, listing))
             if gzip and len(body) >= MIN_BYTES:
                 plain = body
@@ -137,6 +147,20 @@ class RestApi:
                     lambda: catalog.memo((*key, "gzip"), lambda: gzipped(plain, ONCE_LEVEL)))
                 headers = zipped
         return Response(body, headers=headers, media_type="application/json")
+
+    async def search_tools(self, request: Request) -> Response:
+        """``?q=TEXT&k=N`` (and ``toolset``/``tag`` filters): ``{"tools": [...]}``, the best ``k`` of the tools this
+        caller may use, best first, each its listing entry with its ``score`` (``gateway.search``)."""
+        caller = await self.caller(request)
+        query = request.query_params
+        text = query.get("q", "")
+        if not text.strip():
+            raise BadRequest("Say what to search for: ?q=TEXT (and &k=N, at most 50).")
+        k = _count(query.get("k"))
+        toolsets, tags = _listed(query.getlist("toolset")), _listed(query.getlist("tag"))
+        catalog = self.gateway.catalog
+        found = await self.gateway.searches.search(catalog, text, k, **scoped(caller, catalog, toolsets, tags))
+        return json_response({"tools": [{**hit.tool.describe(), "score": round(hit.score, 4)} for hit in found]})
 
     async def get_tool(self, request: Request) -> Response:
         caller = await self.caller(request)
@@ -176,6 +200,16 @@ async def _off_loop(make: Callable[[], Any]) -> Any:
     """``make()`` in a worker thread: a listing of 10,000 tools is tens of milliseconds of JSON (and gzip) that
     must not stop the event loop's other requests meanwhile."""
     return await anyio.to_thread.run_sync(make)
+
+
+def _count(value: str | None) -> int:
+    """``?k=``: how many tools a search returns (default ``DEFAULT_K``, at most ``MAX_K``)."""
+    if value is None:
+        return DEFAULT_K
+    # ASCII digits, and few: str.isdigit takes '²', which int() refuses.
+    if not (value.isascii() and value.isdigit() and len(value) <= 3) or not 1 <= int(value) <= MAX_K:
+        raise BadRequest(f"k must be a whole number from 1 to {MAX_K}, not {value[:20]!r}.")
+    return int(value)
 
 
 def _listed(values: list[str]) -> list[str]:

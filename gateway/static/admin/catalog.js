@@ -1,4 +1,4 @@
-// Catalog: every tool, searchable and filterable; the catalog's version, tool count, plugins, sources, and the
+// Catalog: every tool, searchable (by its words, or ranked by the gateway's tool search) and filterable; the catalog's version, tool count, plugins, sources, and the
 // accounts people connected to upstreams (listed without their tokens; an admin may end one).
 
 import {del, describe, get} from "./api.js";
@@ -12,7 +12,8 @@ const FILTERS = [
   ["tag", "Tag", (tool) => tool.tags || []],
 ];
 
-let remembered = {search: "", scope: "", binding: "", toolset: "", tag: ""}; // kept while the tab lives
+let remembered = {search: "", ranked: false, scope: "", binding: "", toolset: "", tag: ""}; // kept while the tab lives
+const RANK_WAIT_MS = 200; // typing pauses this long before the gateway's search is asked
 
 export async function render(main, params, context) {
   const [overview, {tools}, {connections}] = await Promise.all([context.refreshOverview(), get("/admin/api/tools"),
@@ -25,23 +26,54 @@ export async function render(main, params, context) {
       options.map((value) => h("option", {value, selected: value === remembered[name]}, value)));
     return [name, select];
   }));
+  const ranked = h("input#catalog-ranked", {type: "checkbox", checked: remembered.ranked});
   const results = h("div.results");
   const count = h("p.tally", {role: "status"});
+  let asked = 0; // the latest ranking asked for: an older answer arriving late is not shown
+  let waiting = null;
+
+  const filtered = (tool) =>
+    FILTERS.every(([name, , values]) => !selects[name].value || values(tool).includes(selects[name].value));
+
+  function show(shown, scores) {
+    const of = shown.length === tools.length ? `${tools.length} tools` : `${shown.length} of ${tools.length} tools`;
+    count.textContent = scores ? `${shown.length} best fits, best first` : of;
+    fill(results, shown.length ? toolTable(shown, scores) : h("p.empty", "No tool matches."));
+  }
+
+  // Ranked: the gateway's own tool search (GET /tools/search, what MCP's search_tools and the chat loop use), the
+  // filters applied to what it found; else the words are matched in the listing's fields.
+  async function rank(text, mine) {
+    try {
+      const {tools: found} = await get(`/tools/search?q=${encodeURIComponent(text)}&k=50`);
+      if (mine !== asked) return;
+      const byId = new Map(tools.map((tool) => [tool.id, tool]));
+      const shown = found.map((hit) => byId.get(hit.id)).filter((tool) => tool && filtered(tool));
+      show(shown, new Map(found.map((hit) => [hit.id, hit.score])));
+    } catch (error) {
+      if (mine === asked) fill(results, h("p.notice.error", {role: "alert"}, describe(error)));
+    }
+  }
 
   function update() {
-    remembered = {search: search.value, ...Object.fromEntries(Object.entries(selects).map(([k, s]) => [k, s.value]))};
+    remembered = {search: search.value, ranked: ranked.checked,
+      ...Object.fromEntries(Object.entries(selects).map(([k, s]) => [k, s.value]))};
+    clearTimeout(waiting);
+    const mine = ++asked;
+    if (ranked.checked && search.value.trim()) {
+      waiting = setTimeout(() => rank(search.value, mine), RANK_WAIT_MS);
+      return;
+    }
     const words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
-    const shown = tools.filter((tool) => {
+    show(tools.filter((tool) => {
       const haystack = [tool.id, tool.name, tool.scope, tool.binding, tool.file, tool.plugin, ...(tool.toolsets || []),
         ...(tool.tags || [])].filter(Boolean).join(" ").toLowerCase();
-      return words.every((word) => haystack.includes(word)) &&
-        FILTERS.every(([name, , values]) => !selects[name].value || values(tool).includes(selects[name].value));
-    });
-    count.textContent = shown.length === tools.length ? `${tools.length} tools` : `${shown.length} of ${tools.length} tools`;
-    fill(results, shown.length ? toolTable(shown) : h("p.empty", "No tool matches."));
+      return words.every((word) => haystack.includes(word)) && filtered(tool);
+    }));
   }
 
   search.addEventListener("input", update);
+  ranked.addEventListener("change", update);
   for (const select of Object.values(selects)) select.addEventListener("change", update);
 
   fill(main,
@@ -53,6 +85,7 @@ export async function render(main, params, context) {
     overview.read_only ? h("p.notice.info", {role: "note"}, "Definitions are read-only: ", overview.read_only_reason || "") : null,
     h("form.filters", {role: "search", onsubmit: (event) => event.preventDefault()},
       h("div.field.grow", h("label", {for: "catalog-search"}, "Search"), search),
+      h("div.field.check", ranked, h("label", {for: "catalog-ranked"}, "Rank by fit")),
       FILTERS.map(([name, label]) => h("div.field", h("label", {for: `filter-${name}`}, label), selects[name]))),
     count,
     results,
@@ -88,8 +121,10 @@ function connectionsSection(connections) {
       }));
 }
 
-function toolTable(tools) {
-  return table("Tools", ["Tool", "Name", "Scope", "Binding", "Toolsets", "Tags", "Declared in", ""], tools, (tool) => [
+function toolTable(tools, scores) {
+  const columns = ["Tool", "Name", "Scope", "Binding", "Toolsets", "Tags", "Declared in", ""];
+  return table("Tools", scores ? ["Fit", ...columns] : columns, tools, (tool) => [
+    ...(scores ? [scores.get(tool.id).toFixed(2)] : []),
     h("a", {href: `#/tools/${encodeURIComponent(tool.id)}`}, h("code", tool.id)),
     tool.name,
     tool.scope,

@@ -1,0 +1,58 @@
+"""Tool search: the few tools of a catalog that fit a request (``index``: BM25 over ``text``'s weighted terms).
+
+The ranking (``ToolIndex.search``) is the one every surface takes — REST ``GET /tools/search``, the CLI's
+``search``, the MCP ``search_tools`` meta-tool, the chat loop's ``tool_selection`` — so what the bench measures (``bench/bench_tool_search.py``) is what each of them
+finds. The ranking library (bm25s, numpy: 0.16 s to import) is imported on the first search, not when the gateway
+starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from .bounds import DEFAULT_K, INLINE_TOOLS, MAX_K
+
+if TYPE_CHECKING:
+    from ..catalog.snapshot import Catalog, Tool
+    from .index import Found
+
+__all__ = ["DEFAULT_K", "MAX_K", "Searches", "search"]
+
+
+class Searches:
+    """A gateway's searches: ``search`` on its catalogs, and the next catalog's index made as soon as a reload
+    swaps it in (``swapped``, a catalog listener) once anyone searched — in a worker thread, so the reload is not
+    slowed and the first search after it rarely waits for the index."""
+
+    def __init__(self) -> None:
+        self.used = False
+        self._warming: set[Any] = set()  # the tasks making an index: kept until they end
+
+    async def search(self, catalog: Catalog, query: str, k: int, *, reach: Hashable,
+                     allowed: Callable[[Tool], bool]) -> list[Found]:
+        self.used = True
+        return await search(catalog, query, k, reach=reach, allowed=allowed)
+
+    async def swapped(self, catalog: Catalog) -> None:
+        if self.used:
+            from .index import index_of
+
+            task = asyncio.get_running_loop().create_task(anyio.to_thread.run_sync(index_of, catalog))
+            self._warming.add(task)
+            task.add_done_callback(self._warming.discard)
+
+
+async def search(catalog: Catalog, query: str, k: int, *, reach: Hashable,
+                 allowed: Callable[[Tool], bool]) -> list[Found]:
+    """The ``k`` tools of ``catalog`` best matching ``query`` among those ``allowed`` (one caller's reach and
+    filter, named by ``reach``), best first. The index is made off the event loop the first time."""
+    from .index import index_of, made
+
+    index = made(catalog) or await anyio.to_thread.run_sync(index_of, catalog)
+    if len(index.tools) <= INLINE_TOOLS:
+        return index.search(query, k, reach, allowed)
+    return await anyio.to_thread.run_sync(index.search, query, k, reach, allowed)

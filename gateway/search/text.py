@@ -1,0 +1,101 @@
+"""What a tool says about itself, as the terms search ranks it by, and a request's text as the terms it asks for.
+
+Text is split where people and programs join words — case changes (``getWeather``), digits, underscores, dots,
+hyphens — lowercased, common English words dropped, and each word reduced to its stem (Snowball, through
+PyStemmer), so "forecasts", "forecasting" and ``weather_forecast`` meet. A tool's fields weigh by repetition:
+what a tool takes (its parameters' names) counts most: the words of a request name the things it is about, and
+those are what a tool's parameters are named for.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from functools import lru_cache
+from typing import Any
+
+import Stemmer
+
+# Field weights (how often a field's terms are repeated in the tool's document), tuned on the tune split of
+# bench/bench_tool_search.py (BFCL simple_python, multiple, live_simple) only.
+WEIGHTS = {"id": 1, "name": 1, "description": 1, "user_description": 1, "parameter": 3, "parameter_description": 1,
+           "label": 1}
+MAX_QUERY_CHARS = 4_096  # a conversation is searched by its last words: what is asked now
+MAX_DEPTH = 4  # nested parameter objects read this deep: deeper names rarely say what a tool is for
+MAX_FIELD_CHARS = 8_192  # of one description: an essay pasted as a description is not read whole
+
+# One pass: an acronym before a capitalised word (HTTPServer: HTTP, Server), a capitalised or lowercase word (any
+# script's letters), an acronym, digits, and what is left of letters (ÉCOLE).
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[^\W\d_A-Z]+|[A-Z]+|[0-9]+|[^\W\d_]+")
+SHORT = 64  # texts this short (ids, names, parameter names) repeat across tools: their terms are remembered
+STOPWORDS = frozenset({"a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are",
+    "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could",
+    "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have",
+    "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is",
+    "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off",
+    "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "please", "same", "she",
+    "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there",
+    "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were",
+    "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours",
+    "yourself", "yourselves"})
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Stemmer.Stemmer:
+    return Stemmer.Stemmer("english")
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text``, lowercased, split where case, digits or punctuation join them."""
+    return [word.lower() for word in _WORD.findall(text[:MAX_FIELD_CHARS])]
+
+
+def terms(text: str) -> list[str]:
+    """``text``'s words as search terms: no common words, each stemmed."""
+    return list(_short_terms(text)) if len(text) <= SHORT else _terms(text)
+
+
+@lru_cache(maxsize=65_536)
+def _short_terms(text: str) -> tuple[str, ...]:
+    return tuple(_terms(text))
+
+
+def _terms(text: str) -> list[str]:
+    return _stemmer().stemWords([word for word in words(text) if word not in STOPWORDS])
+
+
+def query_terms(text: str) -> list[str]:
+    """The terms of a request (its last ``MAX_QUERY_CHARS`` characters)."""
+    return terms(text[-MAX_QUERY_CHARS:])
+
+
+def tool_terms(described: Mapping[str, Any]) -> list[str]:
+    """The weighted terms of a tool, from its listing entry (``Tool.describe``: what a caller sees of it)."""
+    fields: dict[str, list[str]] = {
+        "id": terms(str(described.get("id", ""))),
+        "name": terms(str(described.get("name", ""))),
+        "description": terms(str(described.get("ai_description", ""))),
+        "user_description": terms(str(described.get("user_description", ""))),
+        "label": terms(" ".join(map(str, [*described.get("tags", ()), *described.get("toolsets", ())]))),
+        "parameter": [],
+        "parameter_description": [],
+    }
+    for name, schema in _parameters(described.get("input_schema"), 0):
+        fields["parameter"] += terms(name)
+        if isinstance(schema.get("description"), str):
+            fields["parameter_description"] += terms(schema["description"])
+    return [term for field, found in fields.items() for term in found * WEIGHTS[field]]
+
+
+def _parameters(schema: Any, depth: int) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(name, schema) of each property, nested objects' and array items' too, down to ``MAX_DEPTH``."""
+    if not isinstance(schema, Mapping) or depth > MAX_DEPTH:
+        return
+    properties = schema.get("properties")
+    for name, sub in (properties.items() if isinstance(properties, Mapping) else ()):
+        if isinstance(sub, Mapping):
+            yield str(name), sub
+            yield from _parameters(sub, depth + 1)
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        yield from _parameters(items, depth + 1)

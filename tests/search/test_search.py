@@ -1,0 +1,229 @@
+"""Tool search through a real server: REST ``GET /tools/search`` and the MCP meta-tools ``search_tools`` and
+``call_tool`` (the official ``mcp`` client, both revisions), each finding only what the caller's key may use; a
+reload changes what is found; the CLI's ``search``."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client, ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from support import REPO, running, until
+
+from gateway.settings import ToolSearch, _api_key, hash_key
+
+TOOLS = """\
+tools:
+  - id: get_forecast
+    name: Weather forecast
+    user_description: The weather to come.
+    ai_description: Returns the weather forecast for a city over the next days.
+    binding: {python: "desk:echo"}
+    input_schema: {type: object, properties: {city: {type: string, description: The city.}}, required: [city]}
+    toolsets: [weather]
+  - id: add_numbers
+    name: Add
+    user_description: Adds.
+    ai_description: Adds two numbers and returns their sum.
+    binding: {python: "desk:echo"}
+    input_schema: {type: object, properties: {a: {type: number}, b: {type: number}}}
+    toolsets: [math]
+  - id: employee_salary
+    name: Employee salary
+    user_description: What an employee earns.
+    ai_description: Returns the yearly salary of an employee, by their name.
+    binding: {python: "desk:echo"}
+    input_schema: {type: object, properties: {employee: {type: string, description: Their full name.}}}
+    toolsets: [hr]
+  - id: get_time
+    name: Current time
+    user_description: Tells the time.
+    ai_description: Returns the current date and time.
+    binding: {python: "desk:echo"}
+    toolsets: [weather, math, hr]
+"""
+CODE = "def echo(**arguments) -> dict:\n    return arguments\n"
+KEYS = (_api_key({"name": "all", "sha256": hash_key("all-key")}),
+        _api_key({"name": "weather", "sha256": hash_key("weather-key"), "toolsets": ["weather"]}),
+        _api_key({"name": "lister", "sha256": hash_key("lister-key"), "tool_search": False}))
+
+
+@pytest.fixture
+def definitions(write_definitions) -> Path:
+    return write_definitions({"desk.yaml": TOOLS, "python/desk.py": CODE})
+
+
+def _search(url: str, key: str, **params) -> httpx.Response:
+    return httpx.get(f"{url}/tools/search", params=params, headers={"Authorization": f"Bearer {key}"}, timeout=20)
+
+
+def test_rest_search_ranks_and_keeps_to_the_keys_toolsets(definitions):
+    """The salary question finds employee_salary first for a key that may use it; the weather key, asking the
+    same, never gets it (nor any tool outside its toolsets), as its listing never shows it."""
+    with running(definitions, api_keys=KEYS) as served:
+        found = _search(served.url, "all-key", q="How much does Ada Lovelace earn a year?", k=3).json()["tools"]
+        assert found[0]["id"] == "employee_salary" and found[0]["score"] > 0
+        assert [tool["score"] for tool in found] == sorted((tool["score"] for tool in found), reverse=True)
+        assert {"input_schema", "ai_description", "toolsets"} <= set(found[0])
+        theirs = _search(served.url, "weather-key", q="How much does Ada Lovelace earn a year?", k=10).json()["tools"]
+        assert {tool["id"] for tool in theirs} <= {"get_forecast", "get_time"}
+        assert _search(served.url, "weather-key", q="weather in Paris").json()["tools"][0]["id"] == "get_forecast"
+        narrowed = _search(served.url, "all-key", q="what is the time", toolset="math").json()["tools"]
+        assert [tool["id"] for tool in narrowed] == ["get_time"]
+
+
+@pytest.mark.parametrize(("params", "status", "words"), [
+    ({}, 400, "Say what to search for"),
+    ({"q": "   "}, 400, "Say what to search for"),
+    ({"q": "time", "k": "0"}, 400, "k must be a whole number from 1 to 50"),
+    ({"q": "time", "k": "51"}, 400, "k must be"),
+    ({"q": "time", "k": "²"}, 400, "k must be"),
+    ({"q": "the of and"}, 200, '{"tools":[]}'),
+    ({"q": "time " * 10_000}, 200, "get_time"),  # 50 KB: the last 4,096 characters are read
+])
+def test_bad_searches_are_told_what_is_wrong(definitions, params, status, words):
+    with running(definitions, api_keys=KEYS) as served:
+        answer = _search(served.url, "all-key", **params)
+    assert answer.status_code == status and words in answer.text
+
+
+def test_an_anonymous_caller_searches_nothing(definitions):
+    with running(definitions, api_keys=KEYS) as served:
+        assert httpx.get(f"{served.url}/tools/search", params={"q": "time"}, timeout=20).status_code == 401
+
+
+def test_a_reload_changes_what_search_finds(definitions):
+    with running(definitions, api_keys=KEYS) as served:
+        assert "payroll" not in json.dumps(_search(served.url, "all-key", q="payroll").json())
+        (definitions / "desk.yaml").write_text(TOOLS.replace("yearly salary", "yearly payroll salary"),
+                                               encoding="utf-8")
+        import asyncio
+
+        asyncio.run(served.gateway.reload())
+        until(lambda: _search(served.url, "all-key", q="payroll").json()["tools"], "the edit found")
+        assert _search(served.url, "all-key", q="payroll").json()["tools"][0]["id"] == "employee_salary"
+
+
+async def _mcp(url: str, key: str):
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30)
+    return http, streamable_http_client(f"{url}/mcp", http_client=http)
+
+
+async def test_mcp_lists_pinned_and_meta_tools_and_calls_through_them(definitions):
+    """With tool_search on, the list is the pinned tool and the two meta-tools; search_tools finds within the
+    key's toolsets; call_tool runs the found tool as a direct call would, and refuses one the key may not use
+    with a direct call's very error. A key whose own tool_search is false gets the whole list."""
+    settings = ToolSearch(mcp=True, always=("get_time",))
+    with running(definitions, api_keys=KEYS, tool_search=settings) as served:
+        http, transport = await _mcp(served.url, "weather-key")
+        async with http, transport as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            assert [tool.name for tool in (await session.list_tools()).tools] == ["get_time", "search_tools",
+                                                                                  "call_tool"]
+            found = await session.call_tool("search_tools", {"query": "the weather in Oslo in the next days", "k": 3})
+            assert not found.is_error
+            assert found.structured_content["tools"][0]["name"] == "get_forecast"
+            assert "inputSchema" in found.structured_content["tools"][0]
+            salary = await session.call_tool("search_tools", {"query": "employee salary"})
+            assert "employee_salary" not in salary.content[0].text
+            called = await session.call_tool("call_tool", {"name": "get_forecast", "arguments": {"city": "Oslo"}})
+            assert not called.is_error and called.structured_content == {"city": "Oslo"}
+            invalid = await session.call_tool("call_tool", {"name": "get_forecast", "arguments": {"town": "Oslo"}})
+            assert invalid.is_error and "city" in invalid.content[0].text
+            with pytest.raises(MCPError) as through_meta:
+                await session.call_tool("call_tool", {"name": "employee_salary", "arguments": {}})
+            with pytest.raises(MCPError) as direct:
+                await session.call_tool("employee_salary", {})
+            assert through_meta.value.message == direct.value.message == "Unknown tool 'employee_salary'."
+        http, transport = await _mcp(served.url, "lister-key")
+        async with http, Client(transport) as client:
+            assert client.protocol_version == "2026-07-28"
+            assert {tool.name for tool in (await client.list_tools()).tools} == {
+                "get_forecast", "add_numbers", "employee_salary", "get_time"}
+
+
+async def test_few_tools_are_listed_whole(definitions):
+    """min_tools: a key that may use no more tools than that lists them all, search or not."""
+    settings = ToolSearch(mcp=True, min_tools=2)
+    with running(definitions, api_keys=KEYS, tool_search=settings) as served:
+        http, transport = await _mcp(served.url, "weather-key")  # get_forecast and get_time: 2
+        async with http, Client(transport) as client:
+            assert {tool.name for tool in (await client.list_tools()).tools} == {"get_forecast", "get_time"}
+        http, transport = await _mcp(served.url, "all-key")
+        async with http, Client(transport) as client:
+            assert {tool.name for tool in (await client.list_tools()).tools} == {"search_tools", "call_tool"}
+
+
+def test_the_cli_searches_a_directory(definitions):
+    run = subprocess.run([sys.executable, "-m", "gateway", "search", str(definitions), "weather in Lisbon", "-k",
+                          "2", "--json"], capture_output=True, text=True, cwd=REPO, timeout=60, check=False)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["tools"][0]["id"] == "get_forecast"
+    refused = subprocess.run([sys.executable, "-m", "gateway", "search", str(definitions), "x", "-k", "99"],
+                             capture_output=True, text=True, cwd=REPO, timeout=60, check=False)
+    assert refused.returncode == 2 and "-k must be from 1 to 50" in refused.stderr
+
+
+def test_the_settings_bound_of_k_is_the_search_bound():
+    from gateway.search import MAX_K
+    from gateway.settings import MAX_SEARCH_K
+
+    assert MAX_SEARCH_K == MAX_K
+
+
+@pytest.mark.parametrize(("value", "words"), [
+    ("on", "expected a mapping"),
+    ({"mcp": "yes"}, "must be true or false"),
+    ({"always": "get_time"}, "expected a list of tool ids"),
+    ({"k": 0}, "from 1 to 50"),
+    ({"min_tools": -1}, "0 or more"),
+    ({"search": True}, "unknown key(s) search"),
+])
+def test_a_wrong_tool_search_setting_is_refused_saying_why(tmp_path, value, words):
+    from gateway.settings import SettingsInvalid, load_settings
+
+    path = tmp_path / "settings.yaml"
+    path.write_text(json.dumps({"tool_search": value}), encoding="utf-8")
+    with pytest.raises(SettingsInvalid, match=re.escape(words)):
+        load_settings(path)
+
+
+async def test_a_search_after_a_reload_finds_the_next_index_made(definitions):
+    """Once anyone searched, a reload's catalog gets its index in a worker thread as it is swapped in."""
+    with running(definitions, api_keys=KEYS) as served:
+        assert _search(served.url, "all-key", q="time").json()["tools"]
+        (definitions / "desk.yaml").write_text(TOOLS.replace("yearly salary", "yearly payroll salary"),
+                                               encoding="utf-8")
+        await served.gateway.reload()
+        from gateway.search.index import made
+
+        until(lambda: made(served.gateway.catalog) is not None, "the next index made before any search")
+
+
+def test_anthropic_tool_search_listing_defers_all_but_the_pinned(definitions):
+    """``?format=anthropic&defer_loading=bm25``: Anthropic's search tool first, every tool deferred but the pinned
+    one — a shape the anthropic SDK's own beta types accept; defer_loading with another format is a 400."""
+    from anthropic.types.beta import BetaToolUnionParam
+    from pydantic import TypeAdapter
+
+    with running(definitions, api_keys=KEYS, tool_search=ToolSearch(always=("get_time",))) as served:
+        listed = httpx.get(f"{served.url}/tools", params={"format": "anthropic", "defer_loading": "bm25"},
+                           headers={"Authorization": "Bearer all-key"}, timeout=20).json()["tools"]
+        regex = httpx.get(f"{served.url}/tools", params={"format": "anthropic", "defer_loading": "regex"},
+                          headers={"Authorization": "Bearer all-key"}, timeout=20).json()["tools"]
+        refused = httpx.get(f"{served.url}/tools", params={"format": "openai", "defer_loading": "bm25"},
+                            headers={"Authorization": "Bearer all-key"}, timeout=20)
+    assert listed[0] == {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
+    assert regex[0]["type"] == "tool_search_tool_regex_20251119"
+    deferred = {tool["name"]: tool.get("defer_loading", False) for tool in listed[1:]}
+    assert deferred == {"get_forecast": True, "add_numbers": True, "employee_salary": True, "get_time": False}
+    TypeAdapter(list[BetaToolUnionParam]).validate_python(listed)
+    assert refused.status_code == 400 and "format=anthropic" in refused.text
