@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from ..errors import Problem
 from ..schema.published import definitions_check, definitions_validator, json_type, metaschema_errors, remote_refs
 from ..schema.ref_cycles import ref_cycle
+from . import model_text
 from .binding_kinds import SERVER_BINDINGS
 from .offer_rules import compile_pattern
 
@@ -96,6 +97,7 @@ def check_tool(tool: ToolDefinition) -> list[Problem]:
     problems += _check_schema_value(tool, "input_schema")
     problems += _check_schema_value(tool, "output_schema")
     problems += _check_scope(tool)
+    problems += _check_hidden_text(tool)
     if tool.offer and isinstance(tool.offer.get("when_message_matches"), str):
         try:
             compile_pattern(tool.offer["when_message_matches"])
@@ -122,6 +124,23 @@ def _check_schema_value(tool: ToolDefinition, key: str) -> list[Problem]:
         problems.append(
             tool.problem([key], f"input_schema must have 'type: object' at its root (got {schema.get('type')!r})")
         )
+    return problems
+
+
+def _check_hidden_text(tool: ToolDefinition) -> list[Problem]:
+    """Hidden characters in what a model reads of the tool (``model_text``): refused at their place. An upstream's
+    tool had its own taken out before (``gateway.sources.rules``); what is left here the admin wrote."""
+    texts = [(["name"], tool.name), (["user_description"], tool.user_description),
+             (["ai_description"], tool.ai_description),
+             *((["input_schema", *path], text) for path, text in model_text.texts(tool.input_schema or {})),
+             *((["output_schema", *path], text) for path, text in model_text.texts(tool.output_schema or {}))]
+    problems = []
+    for path, text in texts:
+        found = model_text.hidden(text)
+        if found:
+            problems.append(tool.problem(path, f"{'.'.join(map(str, path))} holds {len(found)} hidden character(s) "
+                                               f"(first: {found[0][1]} at character {found[0][0]}): text a model "
+                                               "reads must show what it says; remove them"))
     return problems
 
 

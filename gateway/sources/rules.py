@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..definitions import checks
+from ..definitions import checks, model_text
 from ..definitions.model import Scope, SourceDeclaration, ToolDefinition
 from ..errors import Problem
 from .expansion import Expansion, UpstreamTool
@@ -86,12 +86,14 @@ def generate(source: SourceDeclaration, expansion: Expansion, previous: Generate
         by_id[tool_id] = upstream.name
         hide_problems, hidden_arguments = _hidden(source, upstream, _mapping(hidden.get(upstream.name)))
         problems += hide_problems
+        read, warnings = _readable(source, upstream)  # every build: a reused tool's warnings are said again
+        problems += warnings
         earlier = reusable.get((upstream.name, tool_id))
         if earlier is not None and earlier[0] == upstream and not hide_problems:
             tools.append(earlier[1])  # checked when it was made; the same declaration and upstream tool
             origins.append((upstream, earlier[1]))
             continue
-        tool = _definition(source, upstream, tool_id, changes, hidden_arguments)
+        tool = _definition(source, read, tool_id, changes, hidden_arguments)
         tool_problems = checks.check_tool(tool)
         problems += tool_problems if changes else [_passed_over(source, p) for p in tool_problems]
         if not tool_problems and not hide_problems:
@@ -103,6 +105,36 @@ def generate(source: SourceDeclaration, expansion: Expansion, previous: Generate
         digest.update(json.dumps([t.name, t.title, t.description, t.summary, t.input_schema, t.binding,
                                   t.output_schema, t.annotations], sort_keys=True, default=str).encode())
     return Generated(tuple(tools), tuple(problems), digest.hexdigest(), tuple(origins))
+
+
+def _readable(source: SourceDeclaration, upstream: UpstreamTool) -> tuple[UpstreamTool, list[Problem]]:
+    """``upstream`` with the hidden characters taken out of what a model reads of it, and a warning for each text
+    that held some or that reads like instructions to the model (``gateway.definitions.model_text``)."""
+    warnings = []
+    texts = {"title": upstream.title, "description": upstream.description, "summary": upstream.summary,
+             **{f"input_schema.{'.'.join(map(str, path))}": text for path, text in model_text.texts(upstream.input_schema)},
+             **{f"output_schema.{'.'.join(map(str, path))}": text
+                for path, text in model_text.texts(upstream.output_schema or {})}}
+    held = False
+    for where, text in texts.items():
+        found = model_text.hidden(text)
+        held = held or bool(found)
+        if found:
+            warnings.append(source.problem([source.kind], f"tool '{upstream.name}': its {where} held {len(found)} "
+                                           f"hidden character(s) (first: {found[0][1]} at character {found[0][0]}), "
+                                           "taken out: they can carry instructions a reader never sees",
+                                           severity="warning"))
+        for rule in model_text.suspicious(text):
+            warnings.append(source.problem([source.kind], f"tool '{upstream.name}': its {where} reads like "
+                                           f"instructions to the model (rule {rule}): read it before you trust it",
+                                           severity="warning"))
+    if not held:
+        return upstream, warnings
+    output = model_text.without_hidden(upstream.output_schema) if upstream.output_schema is not None else None
+    return replace(upstream, title=model_text.strip_hidden(upstream.title),
+                   description=model_text.strip_hidden(upstream.description),
+                   summary=model_text.strip_hidden(upstream.summary),
+                   input_schema=model_text.without_hidden(upstream.input_schema), output_schema=output), warnings
 
 
 def _passed_over(source: SourceDeclaration, problem: Problem) -> Problem:
