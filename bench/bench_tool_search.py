@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gateway.catalog.build import build_catalog
 from gateway.definitions.load import load_definitions
+from gateway.search import dense
 from gateway.search.index import ToolIndex, index_of
 from gateway.settings import Settings
 
@@ -158,8 +159,8 @@ def baseline(functions: list[dict]):
     return rank
 
 
-def gateway_rank(catalog, ids: dict[str, str]):
-    index = index_of(catalog)
+def gateway_rank(catalog, ids: dict[str, str], dense: bool = False):
+    index = index_of(catalog, dense)
 
     def rank(asked: str) -> list[str]:
         return [ids[hit.tool.id] for hit in index.search(asked, max(KS), "all", lambda tool: True)]
@@ -241,7 +242,16 @@ def main() -> None:
         index_s = time.perf_counter() - started
         print(f"catalog of {len(catalog.tools):,} tools built in {catalog_s:.2f} s; its index in {index_s * 1000:.0f} ms "
               f"({index_s / catalog_s:.1%} of the catalog's build)")
-        table("gateway search", recall(gateway_rank(catalog, ids), questions), recall(baseline(functions), questions))
+        plain = recall(baseline(functions), questions)
+        table("gateway search (BM25)", recall(gateway_rank(catalog, ids), questions), plain)
+        if dense.available():
+            started = time.perf_counter()
+            index_of(catalog, dense=True)
+            dense_s = time.perf_counter() - started
+            print(f"\nwith the search-dense extra: the index (BM25 and vectors) in {dense_s * 1000:.0f} ms "
+                  f"({dense_s / catalog_s:.1%} of the catalog's build)")
+            table("gateway search (BM25 + dense, tool_search.dense)", recall(gateway_rank(catalog, ids, True), questions),
+                  plain)
     if args.no_scale:
         return
     queries = [asked for _, asked, _ in questions]

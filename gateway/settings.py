@@ -13,6 +13,7 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -66,15 +67,17 @@ class ToolSearch:
 
     ``mcp``: a caller's ``tools/list`` is its pinned tools (``always``) and the meta-tools ``search_tools`` and
     ``call_tool`` (an API key's own ``tool_search`` decides for it); a caller who may use ``min_tools`` tools or
-    fewer gets the whole list all the same; ``k``: what ``search_tools`` returns when its call does not say."""
+    fewer gets the whole list all the same; ``k``: what ``search_tools`` returns when its call does not say;
+    ``dense``: every search (REST, MCP, the chat loop, the CLI) fuses BM25 with a dense model."""
 
     mcp: bool = False
     always: tuple[str, ...] = ()
     min_tools: int = 0
     k: int = 8
+    dense: bool = False  # BM25 fused with a dense model (the search-dense extra; gateway.search.dense)
 
 
-TOOL_SEARCH_KEYS = ("mcp", "always", "min_tools", "k")
+TOOL_SEARCH_KEYS = ("mcp", "always", "min_tools", "k", "dense")
 MAX_SEARCH_K = 50  # gateway.search.MAX_K
 
 
@@ -307,7 +310,13 @@ def _tool_search(value: Any) -> ToolSearch:
         raise ValueError(f"setting 'tool_search.min_tools': must be a whole number, 0 or more, got {min_tools!r}")
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_SEARCH_K:
         raise ValueError(f"setting 'tool_search.k': must be a whole number from 1 to {MAX_SEARCH_K}, got {k!r}")
-    return ToolSearch(mcp, tuple(always), min_tools, k)
+    dense = value.get("dense", False)
+    if not isinstance(dense, bool):
+        raise ValueError(f"setting 'tool_search.dense': must be true or false, got {dense!r}")  # noqa: TRY004
+    if dense and find_spec("wordllama") is None:  # found, not imported: the search imports it on first use
+        raise ValueError("setting 'tool_search.dense': needs the search-dense extra "
+                         "(pip install 'tool-gateway[search-dense]')")
+    return ToolSearch(mcp, tuple(always), min_tools, k, dense)
 
 
 CLUSTER_KEYS = {"redis_url": str, "prefix": str, "heartbeat_s": (int, float)}

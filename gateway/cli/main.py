@@ -237,7 +237,7 @@ def _search(args: argparse.Namespace) -> int:
         print(f"-k must be from 1 to {MAX_K}", file=sys.stderr)
         return 2
     catalog = _catalog(args)
-    found = index_of(catalog).search(args.text, args.k, "all", lambda tool: True)
+    found = index_of(catalog, _settings(args).tool_search.dense).search(args.text, args.k, "all", lambda tool: True)
     if args.json:
         print(json.dumps({"tools": [{**hit.tool.describe(), "score": round(hit.score, 4)} for hit in found]},
                          indent=2, ensure_ascii=False))

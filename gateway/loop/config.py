@@ -23,7 +23,7 @@ turns them into frozen dataclasses. Example::
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -73,6 +73,7 @@ class ChatConfig:
     tools: tuple[str, ...] | None = None
     # Which of those tools each turn offers: every one ("all"), or the best for the conversation (gateway.loop.selection).
     tool_selection: Selection | str = ALL
+    dense_search: bool = False  # the tool_search.dense setting: the selection fuses BM25 with a dense model
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def load_loop_config(settings: Settings) -> LoopConfig:
         if provider is not None:
             providers[str(name)] = provider
             problems += _refused_secrets(provider, settings)
-    chat = _chat(settings.chat, providers, problems)
+    chat = replace(_chat(settings.chat, providers, problems), dense_search=settings.tool_search.dense)
     if problems:
         raise SettingsInvalid("invalid chat settings:\n" + "\n".join(f"- {p}" for p in problems))
     return LoopConfig(MappingProxyType(providers), chat)

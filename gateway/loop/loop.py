@@ -118,8 +118,9 @@ class ChatLoop:
         if searching:  # the catalog's index, made in a worker thread the first time
             from ..search.index import index_of, made
 
-            if made(catalog) is None:
-                await asyncio.to_thread(index_of, catalog)
+            dense = self.config.chat.dense_search
+            if made(catalog, dense) is None:
+                await asyncio.to_thread(index_of, catalog, dense)
         if len(request.latest_user_text) * max(rules, 1) > INLINE_OFFER_CHARS or (
                 searching and len(catalog.tools) > INLINE_TOOLS):
             # Offer rules are matched in linear time, but a long message times many rules still adds up (RE2 at

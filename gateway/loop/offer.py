@@ -81,7 +81,7 @@ def choose_tools(catalog: Catalog, request: ChatRequest, chat: ChatConfig, tool_
     selection = request.tool_selection if request.tool_selection is not None else chat.tool_selection
     why: dict[str, str] | None = None
     if isinstance(selection, Selection):
-        chosen, why = _selected(catalog, chosen, request.conversation_text, selection)
+        chosen, why = _selected(catalog, chosen, request.conversation_text, selection, chat.dense_search)
     rendered = {}
     for tool in chosen:
         one = render_tools([tool], tool_format)
@@ -100,8 +100,8 @@ def choose_tools(catalog: Catalog, request: ChatRequest, chat: ChatConfig, tool_
     return offer
 
 
-def _selected(catalog: Catalog, chosen: list[Tool], conversation: str,
-              selection: Selection) -> tuple[list[Tool], dict[str, str]]:
+def _selected(catalog: Catalog, chosen: list[Tool], conversation: str, selection: Selection,
+              dense: bool) -> tuple[list[Tool], dict[str, str]]:
     """Of ``chosen``, what ``selection`` offers, in catalog order, and why each: the ``always`` ones, those whose
     own offer rule matched, and the best ``k`` of the rest for the conversation (``gateway.search``; its index
     made by ``ChatLoop.turn`` before, off the event loop)."""
@@ -111,7 +111,8 @@ def _selected(catalog: Catalog, chosen: list[Tool], conversation: str,
     why |= {t.id: "offer rule" for t in chosen if t.definition.offer and t.id not in why}
     rest = frozenset(t.id for t in chosen if t.id not in why)
     if rest:
-        found = index_of(catalog).search(conversation, selection.k, ("chat", rest), lambda tool: tool.id in rest)
+        found = index_of(catalog, dense).search(conversation, selection.k, ("chat", rest),
+                                                lambda tool: tool.id in rest)
         why |= {hit.tool.id: f"search {hit.score:.3f}" for hit in found}
     return [t for t in chosen if t.id in why], why
 

@@ -84,7 +84,7 @@ class Gateway:
         self.rebuilder = Rebuilder(settings.definitions, self._build, self.events)
         self.rebuilder.first_build(settings)
         # Tool search on every surface; once used, each new catalog's index is made as soon as it is swapped in.
-        self.searches = Searches()
+        self.searches = Searches(settings.tool_search.dense)
         self.on_change(self.searches.swapped)
 
     @property

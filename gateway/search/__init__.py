@@ -28,31 +28,32 @@ class Searches:
     swaps it in (``swapped``, a catalog listener) once anyone searched — in a worker thread, so the reload is not
     slowed and the first search after it rarely waits for the index."""
 
-    def __init__(self) -> None:
+    def __init__(self, dense: bool = False) -> None:
+        self.dense = dense  # BM25 fused with the dense model (the tool_search.dense setting)
         self.used = False
         self._warming: set[Any] = set()  # the tasks making an index: kept until they end
 
     async def search(self, catalog: Catalog, query: str, k: int, *, reach: Hashable,
                      allowed: Callable[[Tool], bool]) -> list[Found]:
         self.used = True
-        return await search(catalog, query, k, reach=reach, allowed=allowed)
+        return await search(catalog, query, k, reach=reach, allowed=allowed, dense=self.dense)
 
     async def swapped(self, catalog: Catalog) -> None:
         if self.used:
             from .index import index_of
 
-            task = asyncio.get_running_loop().create_task(anyio.to_thread.run_sync(index_of, catalog))
+            task = asyncio.get_running_loop().create_task(anyio.to_thread.run_sync(index_of, catalog, self.dense))
             self._warming.add(task)
             task.add_done_callback(self._warming.discard)
 
 
 async def search(catalog: Catalog, query: str, k: int, *, reach: Hashable,
-                 allowed: Callable[[Tool], bool]) -> list[Found]:
+                 allowed: Callable[[Tool], bool], dense: bool = False) -> list[Found]:
     """The ``k`` tools of ``catalog`` best matching ``query`` among those ``allowed`` (one caller's reach and
     filter, named by ``reach``), best first. The index is made off the event loop the first time."""
     from .index import index_of, made
 
-    index = made(catalog) or await anyio.to_thread.run_sync(index_of, catalog)
+    index = made(catalog, dense) or await anyio.to_thread.run_sync(index_of, catalog, dense)
     if len(index.tools) <= INLINE_TOOLS:
         return index.search(query, k, reach, allowed)
     return await anyio.to_thread.run_sync(index.search, query, k, reach, allowed)

@@ -99,3 +99,13 @@ def _parameters(schema: Any, depth: int) -> Iterator[tuple[str, Mapping[str, Any
     items = schema.get("items")
     if isinstance(items, Mapping):
         yield from _parameters(items, depth + 1)
+
+
+def tool_text(described: Mapping[str, Any]) -> str:
+    """What a dense model reads of a tool (``gateway.search.dense``): its name, description, and parameters."""
+    parts = [str(described.get("name", "")), str(described.get("ai_description", ""))[:MAX_FIELD_CHARS]]
+    for name, schema in _parameters(described.get("input_schema"), 0):
+        parts.append(name)
+        if isinstance(schema.get("description"), str):
+            parts.append(schema["description"][:MAX_FIELD_CHARS])
+    return " ".join(parts)[:4 * MAX_FIELD_CHARS]

@@ -227,3 +227,25 @@ def test_anthropic_tool_search_listing_defers_all_but_the_pinned(definitions):
     assert deferred == {"get_forecast": True, "add_numbers": True, "employee_salary": True, "get_time": False}
     TypeAdapter(list[BetaToolUnionParam]).validate_python(listed)
     assert refused.status_code == 400 and "format=anthropic" in refused.text
+
+
+def test_the_dense_model_finds_what_no_word_of_the_tool_says(definitions):
+    """``tool_search: {dense: true}`` (the search-dense extra): "rain" finds the weather forecast, which BM25 alone
+    cannot (no word of the question is in the tool), and MCP's search_tools ranks the same way."""
+    question = "will it rain in Oslo tomorrow?"
+    with running(definitions, api_keys=KEYS) as served:
+        assert _search(served.url, "all-key", q=question).json()["tools"] == []
+    with running(definitions, api_keys=KEYS, tool_search=ToolSearch(dense=True)) as served:
+        found = _search(served.url, "all-key", q=question, k=2).json()["tools"]
+        assert found[0]["id"] == "get_forecast"
+        assert _search(served.url, "all-key", q="xyzzy quux").json()["tools"] == []  # near nothing: no fit
+
+
+def test_dense_search_without_its_extra_is_refused_at_load(tmp_path, monkeypatch):
+    from gateway import settings
+
+    monkeypatch.setattr(settings, "find_spec", lambda name: None)
+    path = tmp_path / "settings.yaml"
+    path.write_text(json.dumps({"tool_search": {"dense": True}}), encoding="utf-8")
+    with pytest.raises(settings.SettingsInvalid, match=re.escape("pip install 'tool-gateway[search-dense]'")):
+        settings.load_settings(path)
