@@ -59,9 +59,9 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
             if person is not None:
                 authorization, credentials = await _as_person(definition.id, person, env, context)
                 hidden += credentials
-                with relaying(context.client, config):
-                    result = await pool.person(config, (context.issuer, context.caller), authorization
-                                               ).call_tool(name, arguments)
+                session = pool.person(config, (context.issuer, context.caller), authorization)
+                with relaying(context.client, session.relay_key):
+                    result = await session.call_tool(name, arguments)
             elif connection is not None:
                 if connection.state == "closed":  # the pool closed with its gateway's server, which runs again
                     connection = pool.connection(config)
@@ -70,11 +70,11 @@ def build(definition: ToolDefinition, env: BuildEnv) -> Bound:
             else:
                 result = await call_once(config, name, arguments)
         except UpstreamUnavailable as exc:
-            raise _refused(person, secret_store.redact(f"Tool '{definition.id}': {exc}", hidden),
+            raise _refused(person, context, secret_store.redact(f"Tool '{definition.id}': {exc}", hidden),
                            exc.refusal) from None
         except MCPError as exc:
             message = f"Tool '{definition.id}': {config.label} {_failure(exc)}"
-            raise _refused(person, secret_store.redact(message, hidden), refusal_of(exc)) from None
+            raise _refused(person, context, secret_store.redact(message, hidden), refusal_of(exc)) from None
         try:
             found = answer(result, structured, definition.id)
         except ToolError as exc:  # isError: the upstream's own words, which may echo a secret too
@@ -105,10 +105,14 @@ def answer(result: mcp_types.CallToolResult, structured: bool, tool_id: str) -> 
     return Content(blocks)
 
 
-def _refused(person: TokenSource | None, message: str, refusal: Refusal | None) -> ToolError:
-    """The error result of a call that failed: with the link to connect again when the upstream no longer takes
-    the person's own connection (it answered 401: revoked or expired there)."""
-    if person is None or person.spec.grant != "authorization_code" or refusal is None or refusal.status != 401:
+def _refused(person: TokenSource | None, context: CallContext, message: str, refusal: Refusal | None) -> ToolError:
+    """The error result of a call that failed. When the upstream refused a person's token (401: revoked or
+    expired there): an exchanged token is forgotten (the next call exchanges anew), and a connection's error result
+    gives the link to connect again."""
+    if person is None or refusal is None or refusal.status != 401:
+        return ToolError(message)
+    if person.spec.grant == "token_exchange":
+        person.forget(context.subject_token.reveal() if context.subject_token is not None else None)
         return ToolError(message)
     link = httpauth.connect_link(person)
     return ConnectionNeeded(f"{message}; connect your account again at {link}", link)

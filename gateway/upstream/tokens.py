@@ -97,7 +97,7 @@ class TokenSource:
         elif subject is None:
             raise TokenUnavailable("it acts as the calling person, whose OAuth access token is exchanged for the "
                                    "upstream's: call it with an access token (an API key has no person's token)")
-        key = hashlib.sha256((subject or "").encode()).digest()
+        key = self._key(subject)
         kept = self._kept.get(key)
         if kept is not None and time.time() < kept[1] - MARGIN_S:
             self._kept.move_to_end(key)
@@ -113,6 +113,13 @@ class TokenSource:
         if len(self._kept) > KEPT:
             self._kept.popitem(last=False)
         return token
+
+    def forget(self, subject: str | None) -> None:
+        """Drop the token kept for ``subject`` (the upstream refused it): the next call asks for a new one."""
+        self._kept.pop(self._key(subject), None)
+
+    def _key(self, subject: str | None) -> bytes:
+        return hashlib.sha256((subject or "").encode()).digest()
 
     async def _fetch(self, client: httpx.AsyncClient, secret: str, subject: str | None) -> Issued:
         spec = self.spec

@@ -208,24 +208,75 @@ def test_a_stdio_server_takes_no_person_auth():
     assert config is None and problems == [(("person_auth",), NO_PERSON_ON_STDIO)]
 
 
-def test_the_people_table_never_closes_a_session_in_a_call():
-    """A session with a call in progress is kept past the bound, and closed once idle after it."""
+def _config():
+    from gateway.settings import Settings
+    from gateway.upstream.mcp.config import parse_config
+
+    config, _ = parse_config("tracker", {"url": "https://tracker.example/mcp", "headers": {
+        "Authorization": "Bearer {{ secrets.GW_SECRET }}", "X-Gateway-Key": "{{ secrets.GW_SECRET }}",
+        "X-Tenant": "acme"}}, Settings(definitions=Path(".")))
+    assert config is not None
+    return config
+
+
+def test_the_people_table_keys_sessions_by_token_and_never_closes_one_in_a_call(monkeypatch):
+    """Two tokens of one person are two sessions (each call goes out with its own token); a session with a call in
+    progress is kept past the bound; a person's session sends no header naming a secret."""
+    monkeypatch.setenv("GW_SECRET", "gateway-secret")
 
     async def scenario() -> None:
         class Pool:
             change_interval_s = 2.0
 
         table = people.People(Pool())  # type: ignore[arg-type]
-        config = object()
-        busy = table.session(config, "alice", "Bearer a")  # type: ignore[arg-type]
-        busy.calls = 1
-        saved = people.MAX_SESSIONS
-        people.MAX_SESSIONS = 1
-        try:
-            table.session(config, "bob", "Bearer b")  # type: ignore[arg-type]
-            assert len(table) == 2  # alice's is calling: not closed, bob's is the one asked for
-        finally:
-            people.MAX_SESSIONS = saved
+        config = _config()
+        first = table.session(config, "alice", "Bearer a")
+        assert table.session(config, "alice", "Bearer a") is first
+        other = table.session(config, "alice", "Bearer b")
+        assert other is not first and len(table) == 2
+        assert dict(first.config.headers) == {"X-Tenant": "acme"}
+        first.calls = 1
+        monkeypatch.setattr(people, "MAX_SESSIONS", 1)
+        table.session(config, "bob", "Bearer c")
+        assert first in table._sessions.values() and other not in table._sessions.values()  # the idle one went
         await table.aclose()
 
     asyncio.run(scenario())
+
+
+def test_a_persons_session_is_refused_off_the_pools_loop(monkeypatch):
+    """The pool serves one loop: a call from another running loop gets an error result's words, not a session
+    made on the wrong loop."""
+    import threading
+
+    from gateway.upstream.mcp.client import UpstreamUnavailable
+    from gateway.upstream.mcp.pool import McpPool
+
+    monkeypatch.setenv("GW_SECRET", "gateway-secret")
+    pool = McpPool()
+    serving_loop = asyncio.new_event_loop()
+    started = threading.Event()
+
+    def serve() -> None:
+        asyncio.set_event_loop(serving_loop)
+        serving_loop.call_soon(started.set)
+        serving_loop.run_forever()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    started.wait(10)
+    asyncio.run_coroutine_threadsafe(_bind(pool), serving_loop).result(10)
+
+    async def elsewhere() -> None:
+        with pytest.raises(UpstreamUnavailable, match="made on the gateway's own loop"):
+            pool.person(_config(), "alice", "Bearer a")
+
+    try:
+        asyncio.run(elsewhere())
+    finally:
+        serving_loop.call_soon_threadsafe(serving_loop.stop)
+        thread.join(10)
+
+
+async def _bind(pool) -> None:
+    pool.bind()

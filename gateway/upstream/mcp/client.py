@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,14 +159,16 @@ async def all_tools(client: Client, config: UpstreamConfig) -> list[mcp_types.To
 @contextlib.asynccontextmanager
 async def connected(config: UpstreamConfig, on_message: Callable[[Any], Any] | None = None,
                     on_http: Callable[[httpx2.AsyncClient], None] | None = None,
-                    relays: bool = False, auth: httpx2.Auth | None = None) -> AsyncIterator[Client]:
+                    relays: bool = False, auth: httpx2.Auth | None = None,
+                    relay_key: Hashable | None = None) -> AsyncIterator[Client]:
     """An entered ``mcp.Client`` for ``config``: enter and leave it in one task. ``on_http`` is shown the HTTP
     client of a streamable-HTTP session before the SDK uses it (the fast path posts on it too). ``relays``: what
     the upstream sends during a call goes to the calling client (``gateway.upstream.mcp.relay``), and the session declares
-    the elicitation and sampling capabilities. ``auth``: the source's OAuth (``gateway.upstream.oauth``) on every
-    request of the session's HTTP client."""
+    the elicitation and sampling capabilities (its calls' channels found under ``relay_key``, by default the
+    config). ``auth``: the source's OAuth (``gateway.upstream.oauth``) on every request of the session's HTTP
+    client."""
     headers, env = config.rendered()
-    relay = mcp_relay.Relay(config) if relays else None
+    relay = mcp_relay.Relay(config if relay_key is None else relay_key) if relays else None
     common: dict[str, Any] = {"mode": "auto", "cache": None, "read_timeout_seconds": config.connect_timeout_s,
                               "message_handler": on_message if relay is None else relay.handling(on_message),
                               "client_info": mcp_types.Implementation(name="tool-gateway", version="1"),

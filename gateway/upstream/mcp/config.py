@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -118,6 +118,14 @@ class UpstreamConfig:
     def identity(self) -> str:
         """What names this upstream's copy on disk (``gateway.sources.cache``): where it is, not its secrets."""
         return self.url if self.url is not None else "\0".join([self.command or "", *self.args, self.cwd or ""])
+
+    def for_a_person(self) -> UpstreamConfig:
+        """This config as a person's session sends it (``person_auth``): without ``Authorization`` (the person's
+        token takes its place) nor any header naming a secret — the gateway's credentials are never sent for a
+        person."""
+        kept = tuple((name, value) for name, value in self.headers if name.lower() != "authorization"
+                     and not compile_value(value, TEMPLATE_NAMES).references.secrets)
+        return replace(self, headers=kept, oauth=None)
 
     def secret_names(self) -> frozenset[str]:
         return _compiled(self).references.secrets

@@ -34,10 +34,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import threading
 import time
 import weakref
+from collections.abc import Hashable
 from typing import Any, Protocol
 
 import anyio
@@ -93,6 +95,11 @@ class Connection(ChangeWatch, SessionCalls):
     # Whether the session lists the upstream's tools when it connects and watches them change: the gateway's own
     # does, for the builds; a person's (``gateway.upstream.mcp.people``) only calls.
     watches = True
+
+    @property
+    def relay_key(self) -> Hashable:
+        """Under what its calls' relay channels are found (``gateway.upstream.mcp.relay``): the upstream."""
+        return self.config
 
     def __init__(self, pool: Pool, config: UpstreamConfig):
         self.pool = pool
@@ -152,7 +159,10 @@ class Connection(ChangeWatch, SessionCalls):
         self._wake, self._redo = asyncio.Event(), asyncio.Event()
         self._attempt = loop.create_future()
         self.state = "connecting"
-        self._task = loop.create_task(self._hold(), name=f"mcp upstream {self.config.source}")
+        # A context of its own: started by whatever first needed it (a call), the session must not keep that call's
+        # context variables (its relay channel) for what it hears later.
+        self._task = loop.create_task(self._hold(), name=f"mcp upstream {self.config.source}",
+                                      context=contextvars.Context())
 
     async def _hold(self) -> None:
         assert self._wake is not None and self._redo is not None
@@ -166,7 +176,7 @@ class Connection(ChangeWatch, SessionCalls):
             beside = mcp_listing.Beside(self.config.url)
             try:
                 async with connected(self.config, self._notified, beside.opened, relays=self.config.relay,
-                                     auth=self.auth()) as client:
+                                     auth=self.auth(), relay_key=self.relay_key) as client:
                     await self._serve(client, beside, attempt)
                 self.error = self.error or "the connection ended"
             except asyncio.CancelledError:

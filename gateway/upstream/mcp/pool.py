@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -48,6 +48,7 @@ class McpPool:
         self.on_change: Callable[[], None] | None = None
         self._oauth: OAuthClients | None = None
         self._people: People | None = None
+        self._closed = False  # aclose ran: no person's session is opened any more
 
     @property
     def oauth(self) -> OAuthClients:
@@ -61,7 +62,7 @@ class McpPool:
     def bind(self) -> asyncio.AbstractEventLoop:
         """The loop sessions live on: the first one the pool is used from (the gateway's)."""
         if self._loop is None or self._loop.is_closed():
-            self._loop = asyncio.get_running_loop()
+            self._loop, self._closed = asyncio.get_running_loop(), False  # a new run of the gateway's server
         return self._loop
 
     @property
@@ -88,13 +89,19 @@ class McpPool:
                 found = self._connections[config] = Connection(self, config)
             return found
 
-    def person(self, config: UpstreamConfig, person: object, authorization: str) -> PersonSession:
+    def person(self, config: UpstreamConfig, person: Hashable, authorization: str) -> PersonSession:
         """On the pool's loop: ``person``'s own session to ``config``'s upstream (``person_auth``), sending
-        ``authorization`` (``gateway.upstream.mcp.people``)."""
+        ``authorization`` (``gateway.upstream.mcp.people``); ``UpstreamUnavailable`` once the pool closed, or
+        from another loop (a session lives on the loop its pool serves)."""
+        from .client import UpstreamUnavailable
+
+        if asyncio.get_running_loop() is not self.bind():
+            raise UpstreamUnavailable(f"{config.label}: a person's session is made on the gateway's own loop")
+        if self._closed:
+            raise UpstreamUnavailable(f"{config.label} is not connected: the gateway is closing")
         if self._people is None:
             from .people import People
 
-            self.bind()
             self._people = People(self)
         return self._people.session(config, person, authorization)
 
@@ -141,7 +148,7 @@ class McpPool:
         """Close every session (stdio servers are stopped), for the gateway's shutdown."""
         with self.lock:
             connections, self._connections = list(self._connections.values()), {}
-        people, self._people = self._people, None
+        people, self._people, self._closed = self._people, None, True
         await asyncio.gather(*(c.aclose() for c in connections), *([people.aclose()] if people else []),
                              return_exceptions=True)
 

@@ -131,12 +131,19 @@ async def _identity_grant(discovered: Discovered, idp: IdentityProvider) -> str:
                                              audience=discovered.issuer, resource=discovered.resource,
                                              **({} if idp.client_secret else {"client_id": idp.client_id}))
     except OAuthError as exc:
-        words = f"{exc.error}: {exc.description}" if exc.description else str(exc.error)
+        # An identity provider may quote what it was sent: the assertion never reaches a message, even in part.
+        words = secret_store.redact(f"{exc.error}: {exc.description}" if exc.description else str(exc.error),
+                                    [("identity assertion", idp.id_token)])
         raise TokenFailed(f"its identity provider refused the identity assertion ({words[:MAX_WORDS]})",
                           str(exc.error)) from None
+    except httpx2.HTTPStatusError as exc:
+        raise TokenFailed(f"its identity provider answered the token exchange with HTTP "
+                          f"{exc.response.status_code}") from None
     except httpx2.HTTPError as exc:
         raise TokenFailed(f"its identity provider's token endpoint could not be reached: {type(exc).__name__}") \
             from None
+    except ValueError:  # authlib reads the answer as JSON
+        raise TokenFailed("its identity provider answered the token exchange with no JSON object") from None
     grant = answer.get("access_token")
     if answer.get("issued_token_type") != ID_JAG or not isinstance(grant, str) or not grant:
         raise TokenFailed("its identity provider answered without an identity assertion grant (issued_token_type "
@@ -175,6 +182,8 @@ async def _ask(discovered: Discovered, credentials: Credentials, scope: str | No
     except httpx2.HTTPError as exc:
         raise TokenFailed(f"its authorization server's token endpoint could not be reached: "
                           f"{type(exc).__name__}") from None
+    except ValueError:  # authlib reads the answer as JSON
+        raise TokenFailed("its authorization server answered the token request with no JSON object") from None
     if not isinstance(answer.get("access_token"), str) or not answer["access_token"]:
         raise TokenFailed("its authorization server answered the token request without an access token")
     expires = answer.get("expires_at")
