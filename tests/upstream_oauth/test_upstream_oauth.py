@@ -168,14 +168,14 @@ def test_connecting_is_for_admins_and_a_callback_needs_a_flow(defs):
      r"idp \(the identity provider .*\) goes with grant cross_app_access"),
     ("{oauth: {client_id: c, idp: {client_id: g, id_token: '{{ secrets.T }}', issuer: 'https://idp.example'}}}",
      r"goes with grant cross_app_access, and only with it"),
-    ("{oauth: {grant: cross_app_access, client_id: c, client_secret: '{{ secrets.S }}', "
-     "idp: {client_id: g, id_token: '{{ secrets.T }}'}}}",
+    (("{oauth: {grant: cross_app_access, client_id: c, client_secret: '{{ secrets.S }}', "
+     "idp: {client_id: g, id_token: '{{ secrets.T }}'}}}"),
      r"give the identity provider's token_endpoint or its issuer"),
-    ("{oauth: {grant: cross_app_access, idp: {client_id: g, id_token: '{{ secrets.T }}', "
-     "issuer: 'https://idp.example'}}}",
+    (("{oauth: {grant: cross_app_access, idp: {client_id: g, id_token: '{{ secrets.T }}', "
+     "issuer: 'https://idp.example'}}}"),
      r"grant cross_app_access authenticates the gateway's own client"),
-    ("{oauth: {grant: cross_app_access, client_id: c, client_secret: '{{ secrets.S }}', "
-     "idp: {client_id: g, id_token: an-id-token-in-clear, issuer: 'https://idp.example'}}}",
+    (("{oauth: {grant: cross_app_access, client_id: c, client_secret: '{{ secrets.S }}', "
+     "idp: {client_id: g, id_token: an-id-token-in-clear, issuer: 'https://idp.example'}}}"),
      r"sources\[0\].mcp.auth.*id_token"),
 ])
 def test_a_wrong_declaration_is_a_problem_at_its_place(tmp_path, auth, message):
