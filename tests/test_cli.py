@@ -110,7 +110,7 @@ BAD_SETTINGS = "definitons: x\n"
 VERBS = (("serve", str(EXAMPLES)), ("validate", str(EXAMPLES)), ("list", str(EXAMPLES)),
          ("call", "square_root", "{}"), ("export", str(EXAMPLES), "-f", "openai"), ("plugins",),
          ("chat", "hello"), ("test", str(EXAMPLES)), ("status", "--cluster"),
-         ("import", "openapi", "spec.yaml"), ("search", str(EXAMPLES), "time"))
+         ("import", "openapi", "spec.yaml"), ("search", str(EXAMPLES), "time"), ("lock", str(EXAMPLES)))
 
 
 def test_every_global_option_is_tested_in_both_positions():

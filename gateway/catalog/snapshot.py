@@ -213,3 +213,11 @@ class Catalog:
     def memoised(self, key: Any) -> Any:
         """The value ``memo`` computed for ``key``, or None when none was yet (never computes)."""
         return self._memo.get(key)
+
+
+def plugin_of(tool: Tool, catalog: Catalog) -> str | None:
+    """The plugin that declares ``tool`` (its files are named ``<plugin>:<path>``), or None: the directory."""
+    if not catalog.plugins:
+        return None
+    file = tool.definition.file
+    return next((p.name for p in catalog.plugins if file.startswith(f"{p.name}:")), None)

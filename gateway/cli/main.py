@@ -17,6 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..catalog.build import build_catalog
+from ..catalog.lock import LOCK_FILE
+from ..catalog.lock import compare as compare_lock
+from ..catalog.lock import dumps as dump_lock
+from ..catalog.lock import lock as lock_document
+from ..catalog.lock import read as read_lock
 from ..catalog.snapshot import Catalog
 from ..context import CallContext
 from ..errors import DefinitionsInvalid, GatewayError, UnknownTool
@@ -76,7 +81,13 @@ def _parser() -> argparse.ArgumentParser:
 
     validate = command("validate", help="check definitions; print every problem as file:line:col")
     validate.add_argument("definitions", nargs="?")
+    validate.add_argument("--locked", action="store_true",
+                          help=f"also fail when a source's or plugin's tool differs from {LOCK_FILE}")
     validate.set_defaults(run=_validate)
+
+    locking = command("lock", help=f"record what the sources' and plugins' tools say now, in DIR/{LOCK_FILE}")
+    locking.add_argument("definitions", nargs="?")
+    locking.set_defaults(run=_lock)
 
     listing = command("list", help="list the tools")
     listing.add_argument("definitions", nargs="?")
@@ -210,7 +221,28 @@ def _validate(args: argparse.Namespace) -> int:
               f"{source['http_status']}): check its headers", file=sys.stderr)
     if refused:
         return 1
+    if args.locked:
+        try:
+            differences = compare_lock(read_lock((catalog.root / LOCK_FILE).read_text(encoding="utf-8")), catalog)
+        except (OSError, ValueError) as exc:
+            print(f"error: {catalog.root / LOCK_FILE}: {exc}; record it with `tool-gateway lock`", file=sys.stderr)
+            return 1
+        for difference in differences:
+            print(f"error: {LOCK_FILE}: {difference}", file=sys.stderr)
+        if differences:
+            return 1
     print(f"ok: {len(catalog.tools)} tool(s) in {catalog.root} (version {catalog.version})")
+    return 0
+
+
+def _lock(args: argparse.Namespace) -> int:
+    catalog = _catalog(args)
+    document = lock_document(catalog)
+    path = catalog.root / LOCK_FILE
+    temporary = path.with_name(f".{LOCK_FILE}.tmp")
+    temporary.write_text(dump_lock(document), encoding="utf-8")
+    temporary.replace(path)  # whole or not at all: a CI never reads half a lock
+    print(f"locked {len(document['tools'])} tool(s) of sources and plugins in {path}")
     return 0
 
 

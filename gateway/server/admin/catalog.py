@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from ...catalog.snapshot import Catalog, Tool
+from ...catalog.snapshot import Catalog, Tool, plugin_of
 from ...definitions.paths import real_inside
 from ...definitions.yamlsource import YamlDocument
 from ...errors import Problem
@@ -27,14 +27,6 @@ SHOWN_FORMATS = ("mcp", "openai", "anthropic", "gemini")
 CONTEXT_LINES = 3  # lines shown before and after a problem's line
 MAX_LINE_CHARS = 1_000  # a line shown longer than this is cut (a minified file must not fill the page)
 _PARSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def plugin_of(tool: Tool, catalog: Catalog) -> str | None:
-    """The plugin that declares ``tool`` (its files are named ``<plugin>:<path>``), or None: the directory."""
-    if not catalog.plugins:
-        return None
-    file = tool.definition.file
-    return next((p.name for p in catalog.plugins if file.startswith(f"{p.name}:")), None)
 
 
 def tools_per_plugin(catalog: Catalog) -> dict[str | None, int]:

@@ -130,20 +130,10 @@ async def _identity_grant(discovered: Discovered, idp: IdentityProvider) -> str:
                                              subject_token_type=ID_TOKEN, requested_token_type=ID_JAG,
                                              audience=discovered.issuer, resource=discovered.resource,
                                              **({} if idp.client_secret else {"client_id": idp.client_id}))
-    except OAuthError as exc:
+    except (OAuthError, httpx2.HTTPError, ValueError) as exc:
         # An identity provider may quote what it was sent: the assertion never reaches a message, even in part.
-        words = secret_store.redact(f"{exc.error}: {exc.description}" if exc.description else str(exc.error),
-                                    [("identity assertion", idp.id_token)])
-        raise TokenFailed(f"its identity provider refused the identity assertion ({words[:MAX_WORDS]})",
-                          str(exc.error)) from None
-    except httpx2.HTTPStatusError as exc:
-        raise TokenFailed(f"its identity provider answered the token exchange with HTTP "
-                          f"{exc.response.status_code}") from None
-    except httpx2.HTTPError as exc:
-        raise TokenFailed(f"its identity provider's token endpoint could not be reached: {type(exc).__name__}") \
+        raise _failed(exc, "its identity provider", "the token exchange", ("identity assertion", idp.id_token)) \
             from None
-    except ValueError:  # authlib reads the answer as JSON
-        raise TokenFailed("its identity provider answered the token exchange with no JSON object") from None
     grant = answer.get("access_token")
     if answer.get("issued_token_type") != ID_JAG or not isinstance(grant, str) or not grant:
         raise TokenFailed("its identity provider answered without an identity assertion grant (issued_token_type "
@@ -172,24 +162,29 @@ async def _ask(discovered: Discovered, credentials: Credentials, scope: str | No
                                                    resource=discovered.resource)
             else:
                 answer = await oauth.fetch_token(discovered.token_endpoint, resource=discovered.resource, **params)
-    except OAuthError as exc:
-        words = f"{exc.error}: {exc.description}" if exc.description else str(exc.error)
-        raise TokenFailed(f"its authorization server refused the token request ({words[:MAX_WORDS]})",
-                          str(exc.error)) from None
-    except httpx2.HTTPStatusError as exc:
-        raise TokenFailed(f"its authorization server answered the token request with HTTP "
-                          f"{exc.response.status_code}") from None
-    except httpx2.HTTPError as exc:
-        raise TokenFailed(f"its authorization server's token endpoint could not be reached: "
-                          f"{type(exc).__name__}") from None
-    except ValueError:  # authlib reads the answer as JSON
-        raise TokenFailed("its authorization server answered the token request with no JSON object") from None
+    except (OAuthError, httpx2.HTTPError, ValueError) as exc:
+        raise _failed(exc, "its authorization server", "the token request") from None
     if not isinstance(answer.get("access_token"), str) or not answer["access_token"]:
         raise TokenFailed("its authorization server answered the token request without an access token")
     expires = answer.get("expires_at")
     return Token(answer["access_token"], answer.get("refresh_token") or refresh,
                  float(expires) if isinstance(expires, int | float) else None, answer.get("scope") or scope,
                  time.time())
+
+
+def _failed(exc: Exception, server: str, request: str, hidden: tuple[str, str] | None = None) -> TokenFailed:
+    """Why a token request to ``server`` failed, in words: its OAuth error code and description (``hidden`` taken
+    out), the HTTP status it answered, that it could not be reached, or that it answered no JSON (authlib reads
+    the answer as JSON: ``ValueError``). Never a credential."""
+    if isinstance(exc, OAuthError):
+        words = f"{exc.error}: {exc.description}" if exc.description else str(exc.error)
+        words = secret_store.redact(words, [hidden]) if hidden is not None else words
+        return TokenFailed(f"{server} refused {request} ({words[:MAX_WORDS]})", str(exc.error))
+    if isinstance(exc, httpx2.HTTPStatusError):
+        return TokenFailed(f"{server} answered {request} with HTTP {exc.response.status_code}")
+    if isinstance(exc, httpx2.HTTPError):
+        return TokenFailed(f"{server}'s token endpoint could not be reached: {type(exc).__name__}")
+    return TokenFailed(f"{server} answered {request} with no JSON object")
 
 
 def _oauth(credentials: Credentials, discovered: Discovered, redirect_uri: str | None) -> AsyncOAuth2Client:

@@ -1,0 +1,106 @@
+"""The lock file (``tool-gateway lock DIR``): what the admin trusted of the tools they did not write in YAML.
+
+For every tool an MCP source, an OpenAPI source or a plugin brings, ``tools.lock.json`` in the definitions
+directory records what a model sees of it and what its call does — the upstream's name, the display name, both
+descriptions, the input and output schemas as served, the annotations and the binding — and a digest of that.
+``validate --locked`` compares a fresh build with it, for the CI of a definitions repository: a tool whose content
+changed (naming what changed), a tool the lock does not know, a tool the lock knows that is gone, and a tool that
+came back under another id saying and taking exactly what a vanished one did (a rename, not a new tool: its
+``shape``), each make it exit non-zero.
+
+The format (version 1)::
+
+    {"version": 1,
+     "tools": {"<tool id>": {"source": "<source id>" | null, "plugin": "<plugin>" | null,
+                             "digest": "sha256:<hex of the canonical JSON of content>",
+                             "shape": "sha256:<the same of its descriptions, schemas and annotations>",
+                             "content": {"upstream", "name", "user_description", "ai_description",
+                                         "input_schema", "output_schema", "annotations", "binding"}}}}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .snapshot import Catalog, Tool, plugin_of
+
+LOCK_FILE = "tools.lock.json"
+VERSION = 1
+FIELDS = ("upstream", "name", "user_description", "ai_description", "input_schema", "output_schema", "annotations",
+          "binding")
+# What a tool says and takes, whatever it is called: the same under another name is a rename.
+SHAPE = ("user_description", "ai_description", "input_schema", "output_schema", "annotations")
+
+
+@dataclass(frozen=True)
+class Difference:
+    kind: str  # changed | new | vanished | renamed
+    tool: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.tool}" + (f" ({self.detail})" if self.detail else "")
+
+
+def lock(catalog: Catalog) -> dict[str, Any]:
+    """The lock document of ``catalog``: every tool not written in the definitions directory's YAML."""
+    tools = {}
+    for tool in catalog.tools.values():
+        plugin = plugin_of(tool, catalog)
+        if tool.definition.source is None and plugin is None:
+            continue
+        seen = content(tool)
+        tools[tool.id] = {"source": tool.definition.source, "plugin": plugin, "digest": digest(seen),
+                          "shape": digest({name: seen[name] for name in SHAPE}), "content": seen}
+    return {"version": VERSION, "tools": dict(sorted(tools.items()))}
+
+
+def content(tool: Tool) -> dict[str, Any]:
+    d = tool.definition
+    return {"upstream": d.upstream, "name": d.name, "user_description": d.user_description,
+            "ai_description": d.ai_description, "input_schema": tool.input_schema, "output_schema": tool.output_schema,
+            "annotations": dict(d.annotations), "binding": d.binding}
+
+
+def digest(seen: dict[str, Any]) -> str:
+    canonical = json.dumps(seen, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def compare(locked: dict[str, Any], catalog: Catalog) -> list[Difference]:
+    """What differs between the lock document ``locked`` and ``catalog``, in tool order."""
+    was: dict[str, Any] = locked.get("tools") or {}
+    now = lock(catalog)["tools"]
+    vanished = {tool_id: entry for tool_id, entry in was.items() if tool_id not in now}
+    by_shape = {entry.get("shape"): tool_id for tool_id, entry in vanished.items()}
+    found: list[Difference] = []
+    for tool_id, entry in now.items():
+        before = was.get(tool_id)
+        if before is None:
+            old = by_shape.pop(entry["shape"], None)
+            if old is not None:
+                vanished.pop(old)
+                found.append(Difference("renamed", tool_id, f"was '{old}', same content"))
+            else:
+                found.append(Difference("new", tool_id, "not in the lock"))
+        elif before.get("digest") != entry["digest"]:
+            fields = [name for name in FIELDS if (before.get("content") or {}).get(name) != entry["content"][name]]
+            found.append(Difference("changed", tool_id, ", ".join(fields) or "content"))
+    found += [Difference("vanished", tool_id, "in the lock, not served") for tool_id in vanished]
+    return found
+
+
+def read(text: str) -> dict[str, Any]:
+    """A lock document from its text; ``ValueError`` says why it is not one."""
+    document = json.loads(text)
+    if not isinstance(document, dict) or document.get("version") != VERSION or \
+            not isinstance(document.get("tools"), dict):
+        raise ValueError(f"not a version {VERSION} lock file (write it again with `tool-gateway lock`)")
+    return document
+
+
+def dumps(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=2, sort_keys=False, ensure_ascii=False, default=str) + "\n"
