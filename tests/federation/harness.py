@@ -165,6 +165,10 @@ class Running:
                 self.stop()
                 self.spawn()
                 self.wait_listening()
+                # Started on another port when its own was taken meanwhile (``listening``): the proxies follow it.
+                proxy.upstream_port = self.port
+                if self.proxy is not None:
+                    self.proxy.upstream_port = self.port
                 quiet = len(proxy.seen) == before
             else:
                 connected_at = connection.connected_at

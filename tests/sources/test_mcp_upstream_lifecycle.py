@@ -26,6 +26,7 @@ from mcp_upstreams import (
     until_async,
     upstream,
 )
+from resetting_proxy import ResettingProxy
 from support import NODE_MODULES
 
 from gateway.sources import cache
@@ -124,6 +125,32 @@ def test_a_session_the_restarted_upstream_forgot_is_replaced_and_the_call_sent_a
             assert not answer["is_error"] and answer["result"] == "after", answer
             assert connection.connected_at != first
     finally:
+        weather.kill()
+
+
+@pytest.mark.parametrize("resets", [1, 2])
+def test_a_restarted_upstream_that_resets_the_first_handshake_is_asked_once_more_within_the_call(tmp_path, resets):
+    """A server just started may reset the first connection it takes: the call that found its session forgotten
+    (it has not run) waits for one more attempt, after the floor, and succeeds; two resets in a row fail that call
+    saying the upstream is unreachable (two attempts, not a loop), and the next call succeeds."""
+    weather = Upstream("mcpserver_http.py", ("--legacy",)).start()
+    proxy = ResettingProxy(weather.port)
+    try:
+        with gateway_serving(definitions(tmp_path, proxy.url)) as served:
+            assert call(served.url, "w_echo", {"text": "before"})["result"] == "before"
+            weather.kill()
+            weather.start()
+            proxy.armed = resets
+            answer = call(served.url, "w_echo", {"text": "after"})
+            assert (proxy.reset, proxy.armed) == (resets, 0), answer
+            if resets == 1:
+                assert not answer["is_error"] and answer["result"] == "after", answer
+            else:
+                assert answer["is_error"] and "is unreachable: HTTP error: ReadError" in answer["text"], answer
+                until(lambda: call(served.url, "w_echo", {"text": "again"}).get("result") == "again",
+                      "a call after the resets to succeed")
+    finally:
+        proxy.close()
         weather.kill()
 
 

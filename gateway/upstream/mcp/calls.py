@@ -81,12 +81,28 @@ class SessionCalls:
                 raise
             if not forgotten(exc):  # the call may have run: never send it twice
                 raise UpstreamUnavailable(f"{self.config.label} closed the connection during the call") from None
-        client = await self._session()  # a new session (the upstream restarted and forgot the old one, or a
+        client = await self._renewed()  # a new session (the upstream restarted and forgot the old one, or a
         try:  # reconnect replaced it), and the call has not run
             return await self._call(client, name, arguments)
         except _Unsent:
             raise UpstreamUnavailable(f"{self.config.label} is reconnecting: its session was replaced twice before "
                                       "the call could be sent; try again") from None
+
+    async def _renewed(self) -> Client:
+        """The session replacing one lost under a call that has not run. A server that has just started may fail
+        the first handshake (a connection it resets or closes unanswered while it warms up): an attempt that fails
+        so is made once more, after the floor, before the call fails; a refusal (an HTTP error status) is not.
+        One that ran out of ``connect_timeout_s`` is not made again either; the call's own deadline bounds both."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            return await self._session()
+        except UpstreamUnavailable as exc:
+            if exc.refusal is not None or self.state == "closed" or \
+                    loop.time() - started >= self.config.connect_timeout_s:
+                raise
+        await asyncio.sleep(max(0.0, self._last_attempt + self.config.reconnect_floor_s - loop.time()))
+        return await self._session()
 
     async def _call(self, client: Client, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
         # Checked and used with no await between: a session a reconnect closed meanwhile sends nothing.
