@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
 
 from ..definitions.binding_kinds import PYTHON_DIR
 from ..definitions.filedigests import FileDigests
@@ -55,6 +55,7 @@ class BuildCache(Generic[T]):
         self._tools: dict[ToolDefinition, _Built[T]] = {}  # ToolDefinition compares by identity
         # The latest build's results per file, when it was built file by file (gateway.catalog.per_file).
         self.file_builds = FileBuilds()
+        self.lock: dict[Any, Any] = {}  # the lock file as last read (gateway.catalog.held)
 
     def python_digest(self, env: BuildEnv) -> str:
         """Digest of ``<definitions>/python/*.py``, computed once per build."""

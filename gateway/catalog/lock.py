@@ -93,6 +93,18 @@ def compare(locked: dict[str, Any], catalog: Catalog) -> list[Difference]:
     return found
 
 
+def approved(locked: dict[str, Any], fresh: dict[str, Any], tool_ids: list[str]) -> dict[str, Any]:
+    """``locked`` with the entries of ``tool_ids`` taken from the lock document ``fresh`` (a vanished tool's
+    dropped): one approval, the rest of the lock as it was. ``KeyError`` names an id neither knows."""
+    tools = dict(locked.get("tools") or {})
+    for tool_id in tool_ids:
+        if tool_id in fresh["tools"]:
+            tools[tool_id] = fresh["tools"][tool_id]
+        elif tools.pop(tool_id, None) is None:
+            raise KeyError(tool_id)
+    return {"version": VERSION, "tools": dict(sorted(tools.items()))}
+
+
 def read(text: str) -> dict[str, Any]:
     """A lock document from its text; ``ValueError`` says why it is not one."""
     document = json.loads(text)

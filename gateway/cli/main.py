@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..catalog.build import build_catalog
-from ..catalog.lock import LOCK_FILE
+from ..catalog.lock import LOCK_FILE, approved
 from ..catalog.lock import compare as compare_lock
 from ..catalog.lock import dumps as dump_lock
 from ..catalog.lock import lock as lock_document
@@ -87,6 +87,8 @@ def _parser() -> argparse.ArgumentParser:
 
     locking = command("lock", help=f"record what the sources' and plugins' tools say now, in DIR/{LOCK_FILE}")
     locking.add_argument("definitions", nargs="?")
+    locking.add_argument("--tool", action="append", default=[], metavar="ID",
+                         help="approve this tool alone (again for more): the rest of the lock stays as it is")
     locking.set_defaults(run=_lock)
 
     listing = command("list", help="list the tools")
@@ -239,10 +241,20 @@ def _lock(args: argparse.Namespace) -> int:
     catalog = _catalog(args)
     document = lock_document(catalog)
     path = catalog.root / LOCK_FILE
+    if args.tool:
+        try:
+            document = approved(read_lock(path.read_text(encoding="utf-8")), document, args.tool)
+        except (OSError, ValueError) as exc:
+            print(f"error: {path}: {exc}; record the whole lock with `tool-gateway lock`", file=sys.stderr)
+            return 1
+        except KeyError as exc:
+            print(f"error: no tool {exc} is served or locked", file=sys.stderr)
+            return 1
     temporary = path.with_name(f".{LOCK_FILE}.tmp")
     temporary.write_text(dump_lock(document), encoding="utf-8")
     temporary.replace(path)  # whole or not at all: a CI never reads half a lock
-    print(f"locked {len(document['tools'])} tool(s) of sources and plugins in {path}")
+    print(f"approved {', '.join(args.tool)} in {path}" if args.tool else
+          f"locked {len(document['tools'])} tool(s) of sources and plugins in {path}")
     return 0
 
 

@@ -28,7 +28,8 @@ from .yamlsource import ParsedStore, YamlDocument, keep_document, kept_document,
 
 DEFAULT_LIMITS = YamlLimits.from_settings(Settings())
 # The keys of a `sources:` entry besides its kind's (`openapi:`, `mcp:`), which the schema requires one of.
-SOURCE_KEYS = frozenset({"id", "include", "exclude", "prefix", "tools", "hidden", "toolsets", "tags", "timeout_s"})
+SOURCE_KEYS = frozenset({"id", "include", "exclude", "prefix", "tools", "hidden", "toolsets", "tags", "timeout_s",
+                         "on_change"})
 _SCOPES = {scope.value: scope for scope in Scope}
 # Top-level keys besides `tools:` whose entries are read from the document itself, not from kept rows.
 _DECLARED_BESIDE = frozenset({"sources", "overrides", "prompts", "resources"})

@@ -78,6 +78,7 @@ class Metrics(Observer):
                                         RELOAD_BUCKETS)
         self.catalog = Info(f"{PREFIX}_catalog", "The catalog served now.", registry=registry)
         self.tools = gauge("catalog_tools", "Tools in the catalog served now.")
+        self.held = gauge("catalog_tools_held", "Tools the lock file holds now: changed since it, or not in it.")
         self.bridge_sessions = gauge("bridge_sessions", "Browser pages connected to the bridge now.")
         self.auth_failures = counter("auth_failures", "Requests refused for their credentials, by surface and "
                                      "reason (missing, invalid, forbidden).", ("surface", "reason"))
@@ -92,6 +93,7 @@ class Metrics(Observer):
     def _served(self, version: str, tools: int) -> None:
         self.catalog.info({"version": version})
         self.tools.set(tools)
+        self.held.set(len(self.gateway.catalog.held))
 
     def begin(self, activity: Activity) -> None:
         if activity.kind == "call":

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .. import secrets as secret_store
 from ..bindings import DECLARED_CONNECTIONS, BuildEnv
 from ..catalog.build import build_catalog
+from ..catalog.held import hold
 from ..catalog.snapshot import Catalog
 from ..events import EventBus, Observer
 from ..search import Searches
@@ -134,7 +135,9 @@ class Gateway:
                        bridge=self, events=self.events, state=self.state, mcp_pool=self.mcp_pool,
                        connections=self.connections)
         definitions, plugins = load_all(self.settings, loaded)
-        catalog = build_catalog(definitions, self.settings, env, built, plugins)
+        # Held to the lock file, if there is one: what changed upstream since the admin trusted it is not served as
+        # it is now (gateway.catalog.held). Here, not in build_catalog: the CLI's lock and validate read it unheld.
+        catalog = hold(build_catalog(definitions, self.settings, env, built, plugins), definitions.sources, built.lock)
         for source in env.memo.get(DECLARED_CONNECTIONS, ()):  # only now: a build that failed changes no connection
             self.connections().declare(source)
         return catalog

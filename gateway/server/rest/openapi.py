@@ -169,7 +169,12 @@ def _schemas() -> dict[str, Any]:
             "status": {"const": "ok"}, "version": string, "tools": integer, "last_reload_ok": boolean,
             "definitions": {**string, "description": "Admins only."},
             "auth": {**boolean, "description": "Admins only."},
-            "last_reload": {**_ref("ReloadOutcome"), "description": "Admins only."}}},
+            "last_reload": {**_ref("ReloadOutcome"), "description": "Admins only."},
+            "held": {"type": "array", "description": "Admins only, when the lock file holds tools: each changed since "
+                     "it or not in it, and whether it is served as locked.",
+                     "items": {"type": "object", "required": ["tool", "change", "served"],
+                               "properties": {"tool": string, "change": string,
+                                              "served": {"enum": ["as_locked", "no"]}}}}}},
         "ReloadOutcome": {"type": "object", "required": ["ok", "changed", "version", "problems", "warnings"],
                           "properties": {"ok": boolean, "changed": boolean, "version": string,
                                          "problems": {"type": "array", "items": problem},
