@@ -125,6 +125,20 @@ def free_socket() -> socket.socket:
     return sock
 
 
+def accepting(listener: socket.socket, handle: Callable[[socket.socket], None]) -> None:
+    """Each connection ``listener`` (listening) accepts handed to ``handle`` in a thread of its own, until the
+    listener is closed (a test's TCP proxy)."""
+    def accept() -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=handle, args=(client,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+
+
 def start_server(app: Any, *, lifespan: str = "off", sock: socket.socket | None = None) -> ServerThread:
     """``app`` served on ``sock`` (a ``free_socket()`` whose address the app's settings had to know first), else on
     a fresh one."""

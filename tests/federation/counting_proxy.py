@@ -10,7 +10,7 @@ import socket
 import threading
 from collections.abc import Callable
 
-from support import free_socket
+from support import accepting, free_socket
 
 HEAD_LIMIT = 64 * 1024
 
@@ -69,7 +69,7 @@ class CountingProxy:
         self.listener = free_socket()
         self.listener.listen(64)
         self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        accepting(self.listener, self._connect)
 
     def url(self, path: str = "/mcp") -> str:
         return f"http://127.0.0.1:{self.port}{path}"
@@ -87,14 +87,6 @@ class CountingProxy:
             except OSError:
                 pass
             held.close()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._connect, args=(client,), daemon=True).start()
 
     def _connect(self, client: socket.socket) -> None:
         try:

@@ -8,6 +8,8 @@ import socket
 import struct
 import threading
 
+from support import accepting
+
 HANDSHAKES = (b'"initialize"', b'"server/discover"')
 
 
@@ -18,7 +20,7 @@ class ResettingProxy:
         self.reset = 0  # handshakes reset so far
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        accepting(self.listener, self._connect)
 
     @property
     def url(self) -> str:
@@ -26,14 +28,6 @@ class ResettingProxy:
 
     def close(self) -> None:
         self.listener.close()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._connect, args=(client,), daemon=True).start()
 
     def _connect(self, client: socket.socket) -> None:
         with client:
