@@ -75,7 +75,8 @@ class Activity:
 #   rejected           refused before it ran (a rate limit)
 #   failed             the tool's (or a filter's) own bug: an unexpected exception, logged with the call id
 #   cancelled          the caller went away before it ended
-CALL_OUTCOMES = ("ok", "error", "invalid_arguments", "timeout", "rejected", "failed", "cancelled")
+CALL_OUTCOMES = ("ok", "error", "invalid_arguments", "timeout", "rejected", "failed", "cancelled", "approval_pending",
+                 "approval_denied")
 
 
 @dataclass(eq=False, slots=True)
@@ -129,6 +130,8 @@ class Event:
     - ``"bridge_session"``: change ("opened", "closed"), sessions (how many are open now)
     - ``"chat_turn"``: rounds (LLM requests in the turn), outcome, provider
     - ``"slo"``: tool, state ("breached", "recovered"), p95_ms, error_rate
+    - ``"approval"``: action ("requested", "approved", "denied", "used"), caller, detail (id, tool, by, via,
+      call_sha256)
     """
 
     kind: str

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
+from .approvals.gate import gate
 from .catalog.snapshot import Catalog, Tool
 from .context import CallContext
 from .definitions.model import Scope
@@ -136,6 +137,8 @@ async def _call(catalog: Catalog, tool: Tool, raw_arguments: Any, context: CallC
                           catalog.memo("rate_limits:keys", lambda: key_limits(catalog.settings.api_keys)))
         if limits:  # else no await: a call nobody limits never touches the shared state
             await admit(catalog.state, tool.id, limits)
+        if tool.definition.approval is not None or catalog.settings.approvals.destructive:
+            await gate(catalog, tool, arguments, context)  # before any filter or binding: nothing runs unapproved
         if filters:
             return await _filtered(catalog, FilterCall(tool, arguments, context, side), filters,
                                    partial(_innermost, catalog))
@@ -143,7 +146,8 @@ async def _call(catalog: Catalog, tool: Tool, raw_arguments: Any, context: CallC
     except RateLimited as exc:
         return dataclasses.replace(error_result(tool.id, str(exc), side, exc.outcome), retry_after_s=exc.retry_after_s)
     except ToolError as exc:
-        return error_result(tool.id, str(exc), side, exc.outcome, getattr(exc, "url", None))
+        return error_result(tool.id, str(exc), side, exc.outcome, getattr(exc, "url", None),
+                            getattr(exc, "approval", None))
     except asyncio.CancelledError:
         raise
     except BaseException as exc:  # noqa: BLE001 — the tool's own bug, logged by _failure

@@ -11,6 +11,7 @@ import datetime as dt
 import enum
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,7 @@ class ToolResult:
     retry_after_s: float | None = None  # a call refused by a rate limit: when one would be taken
     content: tuple[Block, ...] | None = None  # MCP content blocks the tool answered with (gateway.content.blocks)
     connect_url: str | None = None  # a ConnectionNeeded error: where its person connects (MCP: URL elicitation)
+    approval: Mapping[str, Any] | None = None  # a call pending approval: its id, status and URL (REST answers 202)
 
     def blocks(self) -> list[Block]:
         """The MCP content blocks to send: the tool's own, or the text as one (``gateway.content.blocks.served``)."""
@@ -53,14 +55,16 @@ class ToolResult:
             body["error"] = self.error
         if self.truncated:
             body["truncated"] = True
+        if self.approval is not None:
+            body["approval"] = dict(self.approval)
         return body
 
 
 def error_result(tool_id: str, message: str, side: str = "server", outcome: str = "error",
-                 connect_url: str | None = None) -> ToolResult:
+                 connect_url: str | None = None, approval: Mapping[str, Any] | None = None) -> ToolResult:
     message = replace_lone(message)  # an upstream's error text may hold what no client can decode
     return ToolResult(tool=tool_id, is_error=True, value=None, text=message, error=message, side=side, outcome=outcome,
-                      connect_url=connect_url)
+                      connect_url=connect_url, approval=approval)
 
 
 def normalise(tool: Tool, value: Any, side: str, max_chars: int) -> ToolResult:

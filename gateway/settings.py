@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from .approvals.config import ApprovalSettings
+from .approvals.config import parse_setting as parse_approvals
 from .errors import GatewayError
 from .identity import config as oauth_config
 from .state import rate_limits
@@ -162,6 +164,7 @@ class Settings:
     cluster: Mapping[str, Any] = field(default_factory=dict)
     # Tool search on MCP (gateway.server.mcp.searching): {mcp, always, min_tools, k}; off by default.
     tool_search: ToolSearch = field(default_factory=lambda: ToolSearch())
+    approvals: ApprovalSettings = field(default_factory=lambda: ApprovalSettings())  # gateway.approvals
 
     @property
     def auth_enabled(self) -> bool:
@@ -282,7 +285,7 @@ def _coerce(values: dict[str, Any]) -> Settings:
         changes["log_level"] = level
     if "cluster" in changes:
         changes["cluster"] = _cluster(changes["cluster"])
-    for name, parse in (("oauth", oauth_config.parse), ("tool_search", _tool_search)):
+    for name, parse in (("oauth", oauth_config.parse), ("tool_search", _tool_search), ("approvals", parse_approvals)):
         if name in changes:
             try:
                 changes[name] = parse(changes[name])

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..approvals.config import asks_caller
 from ..bindings import BindingProblems, BuildEnv, builder
 from ..context import Executor
 from ..definitions.load import Definitions
@@ -174,6 +175,7 @@ def _build_tool(definition: ToolDefinition, env: BuildEnv) -> Tool:
         talks = talks or bound.talks
     if problems:
         raise BindingProblems(problems)
+    talks = talks or asks_caller(definition, env.settings.approvals)
     input_schema = visible_schema(definition.input_schema or derived or NO_ARGUMENTS, definition.hidden_arguments)
     output = definition.output_schema if definition.output_schema is not None else derived_output
     # Positional, in Tool's field order: made for each of 10,000 tools on a start.

@@ -8,7 +8,7 @@ ids unique across files). Binding-specific checks (imports, templates, scripts) 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem
 from ..schema.published import definitions_check, definitions_validator, json_type, metaschema_errors, remote_refs
@@ -97,6 +97,9 @@ def check_tool(tool: ToolDefinition) -> list[Problem]:
     problems += _check_schema_value(tool, "input_schema")
     problems += _check_schema_value(tool, "output_schema")
     problems += _check_scope(tool)
+    when = tool.approval.get("when") if isinstance(tool.approval, dict) else None
+    if isinstance(when, dict):  # the arguments are checked against it on every call
+        problems += _json_schema_problems(tool, when, ["approval", "when"], "approval.when")
     problems += _check_hidden_text(tool)
     if tool.offer and isinstance(tool.offer.get("when_message_matches"), str):
         try:
@@ -110,20 +113,26 @@ def _check_schema_value(tool: ToolDefinition, key: str) -> list[Problem]:
     schema = getattr(tool, key)
     if schema is None:
         return []
-    problems = [tool.problem([key, *path], f"{key} is not a valid JSON Schema: {message}")
+    problems = _json_schema_problems(tool, schema, [key], key)
+    if key == "input_schema" and not problems and schema.get("type") != "object":
+        problems.append(
+            tool.problem([key], f"input_schema must have 'type: object' at its root (got {schema.get('type')!r})")
+        )
+    return problems
+
+
+def _json_schema_problems(tool: ToolDefinition, schema: Any, at: list[str | int], key: str) -> list[Problem]:
+    """What makes ``schema`` (at ``at`` in the tool) no JSON Schema a call may check arguments against."""
+    problems = [tool.problem([*at, *path], f"{key} is not a valid JSON Schema: {message}")
                 for path, message in metaschema_errors(schema)]
-    problems += [tool.problem([key, *path], f"$ref {ref!r} points outside the schema: only local references "
+    problems += [tool.problem([*at, *path], f"$ref {ref!r} points outside the schema: only local references "
                               "('#/$defs/...') are allowed, a call never fetches a URL")
                  for path, ref in remote_refs(schema)]
     cycle = ref_cycle(schema) if not problems else None
     if cycle is not None:
         path, refs = cycle
-        problems.append(tool.problem([key, *path], f"{key}: $ref cycle {' -> '.join(refs)} (each step applies to the "
-                                     "same value, so checking one would never end)"))
-    if key == "input_schema" and not problems and schema.get("type") != "object":
-        problems.append(
-            tool.problem([key], f"input_schema must have 'type: object' at its root (got {schema.get('type')!r})")
-        )
+        problems.append(tool.problem([*at, *path], f"{key}: $ref cycle {' -> '.join(refs)} (each step applies to "
+                                     "the same value, so checking one would never end)"))
     return problems
 
 

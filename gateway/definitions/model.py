@@ -60,6 +60,8 @@ class ToolDefinition:
     slo: Mapping[str, float] | None = None
     # ``examples: [{title, arguments, expect}]`` as written: console presets, ``tool-gateway test`` cases.
     examples: tuple[Mapping[str, Any], ...] = ()
+    # ``approval:`` as written (``required``, or {approvers, timeout_s, when, reason}): gateway.approvals.
+    approval: Any = None
     # Arguments the LLM never sees: name -> a fixed value, or {"context": <CallContext field>} read at call time.
     # Removed from the input schema the catalog serves, merged into the arguments before the binding runs.
     hidden_arguments: Mapping[str, Any] = field(default_factory=dict)

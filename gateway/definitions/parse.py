@@ -190,18 +190,19 @@ def _definition(raw: dict[str, Any], document: YamlDocument, index: int) -> Tool
         slo=raw["slo"] if isinstance(raw.get("slo"), dict) else None,
         examples=tuple(e for e in raw["examples"] if isinstance(e, dict)) if isinstance(raw.get("examples"), list)
         else (),
+        approval=raw.get("approval"),
         document=document,
         index=index,
     )
 
 
 # A definition kept on disk (gateway.catalog.disk_cache) is the tuple of what ``_definition`` made of its YAML, in the
-# field order of ToolDefinition up to ``examples`` (its scope by value), after its index: made again positionally,
-# it costs half of ``_definition`` (10,000 tools: ~40 ms of a warm start). Fields after ``examples`` are a YAML
+# field order of ToolDefinition up to ``approval`` (its scope by value), after its index: made again positionally,
+# it costs half of ``_definition`` (10,000 tools: ~40 ms of a warm start). Fields after ``approval`` are a YAML
 # tool's defaults. tests/test_warm_restart.py proves the two ways give equal definitions.
 _ROW_FIELDS = ("id", "name", "user_description", "ai_description", "scope", "binding", "input_schema",
                "output_schema", "tags", "toolsets", "timeout_s", "rate_limit", "annotations", "return_direct",
-               "max_calls", "offer", "return_schema", "filters", "audit_arguments", "slo", "examples")
+               "max_calls", "offer", "return_schema", "filters", "audit_arguments", "slo", "examples", "approval")
 
 
 def _row(tool: ToolDefinition) -> tuple[Any, ...]:

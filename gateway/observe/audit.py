@@ -74,7 +74,7 @@ class AuditTrail(Observer):
             self._put(activity)  # read by the writer: nothing changes a call once it has ended
 
     def event(self, event: Event) -> None:
-        if event.kind in ("reload", "admin"):
+        if event.kind in ("reload", "admin", "approval"):
             self._put(event)
 
     def _put(self, item: Any) -> None:

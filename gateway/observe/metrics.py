@@ -80,6 +80,8 @@ class Metrics(Observer):
         self.tools = gauge("catalog_tools", "Tools in the catalog served now.")
         self.held = gauge("catalog_tools_held", "Tools the lock file holds now: changed since it, or not in it.")
         self.bridge_sessions = gauge("bridge_sessions", "Browser pages connected to the bridge now.")
+        self.approvals = counter("approvals", "Approvals of calls, by action (requested, approved, denied, used).",
+                                 ("action",))
         self.auth_failures = counter("auth_failures", "Requests refused for their credentials, by surface and "
                                      "reason (missing, invalid, forbidden).", ("surface", "reason"))
         registry.register(SloFigures(gateway.observers))
@@ -167,6 +169,8 @@ class Metrics(Observer):
                 self.rounds.labels(str(data.get("provider") or UNKNOWN)).observe(rounds)
         elif event.kind == "bridge_session":
             self.bridge_sessions.set(int(data.get("sessions") or 0))
+        elif event.kind == "approval":
+            self.approvals.labels(str(data.get("action") or UNKNOWN)).inc()
         elif event.kind == "auth_failure":
             self.auth_failures.labels(str(data.get("surface") or UNKNOWN), str(data.get("reason") or UNKNOWN)).inc()
 

@@ -7,7 +7,7 @@ every kind:
     name       id = ``tools.<name>.id``, else ``prefix`` + name; an id that is not a valid tool id (a letter, then
                letters, digits, ``_`` or ``-``; 64 characters at most) is a problem that suggests a fix: never
                truncated, never renamed behind the admin's back
-    override   ``tools.<name>``: name, descriptions, toolsets, tags, scope, annotations, timeout_s, offer
+    override   ``tools.<name>``: name, descriptions, toolsets, tags, scope, annotations, timeout_s, offer, approval
     defaults   ``toolsets``, ``tags``, ``timeout_s`` of the source for every tool that does not set its own
     hide       ``hidden.<name>.<parameter>``: a fixed value, or ``{context: user|conversation_id|...}``; the
                parameter must be in the operation's input schema (and a fixed value must match it). The catalog
@@ -281,6 +281,7 @@ def _definition(source: SourceDeclaration, upstream: UpstreamTool, tool_id: str,
         rate_limit=changes.get("rate_limit"),
         annotations={**upstream.annotations, **_mapping(changes.get("annotations"))},
         offer=changes.get("offer"),
+        approval=changes.get("approval"),
         hidden_arguments=hidden_arguments,
         source=source.id,
         upstream=upstream.name,

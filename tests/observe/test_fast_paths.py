@@ -134,7 +134,7 @@ def test_calls_in_flight_counts_the_calls_between_begin_and_end():
 
     from gateway.observe.metrics import Metrics
 
-    gateway = SimpleNamespace(observers={}, catalog=SimpleNamespace(version="v1", tools={}))
+    gateway = SimpleNamespace(observers={}, catalog=SimpleNamespace(version="v1", tools={}, held=()))
     metrics, bus = Metrics(gateway), EventBus()
     bus.subscribe(metrics)
 

@@ -48,6 +48,7 @@ from ...observe.live import STOP
 from ...runtime.gateway import Gateway
 from ..http.auth import Caller, authenticate
 from ..http.errors import dumps, error_response, json_response
+from . import approvals as admin_approvals
 from . import catalog as admin_catalog
 from . import connections as admin_connections
 from . import edit as admin_edit
@@ -101,6 +102,7 @@ def routes(gateway: Gateway) -> list[BaseRoute]:
         Route(f"{api}/calls/{{call_id}}", console.call, methods=["GET"]),
         *admin_edit.routes(gateway, console.files, admin=console.admin),
         *admin_connections.routes(gateway, admin=console.admin),
+        *admin_approvals.routes(gateway, admin=console.admin, writes=console.writes),
     ]
 
 

@@ -56,7 +56,8 @@ class RestCalls:
 
     async def answer(self, scope: Scope, receive: Receive, tool_id: str) -> CallAnswer:
         """Run one call: 200 with the result (``is_error`` for argument and tool failures), 429 with
-        ``Retry-After`` and the result when a rate limit refused it; a refusal raises its ``GatewayError``."""
+        ``Retry-After`` and the result when a rate limit refused it, 202 with the approval's URL as ``Location``
+        when it waits for a person's approval; a refusal raises its ``GatewayError``."""
         sent = first_headers(scope)
         client = scope.get("client")
         caller = await authenticate(self.gateway, sent, client[0] if client else None)
@@ -78,6 +79,8 @@ class RestCalls:
         if result.retry_after_s is not None:
             return CallAnswer(429, dumps({"error": result.text, "status": 429, "result": result.as_dict()}),
                               {"Retry-After": str(retry_after_seconds(result.retry_after_s))})
+        if result.approval is not None:  # accepted, not run: it runs when called again once approved
+            return CallAnswer(202, dumps(result.as_dict()), {"Location": str(result.approval["url"])})
         return CallAnswer(200, dumps(result.as_dict()), {})
 
     async def fast(self, scope: Scope, receive: Receive, send: Send, added: list[tuple[bytes, bytes]]) -> bool:

@@ -1,7 +1,8 @@
-// Catalog: every tool, searchable (by its words, or ranked by the gateway's tool search) and filterable; the catalog's version, tool count, plugins, sources, and the
-// accounts people connected to upstreams (listed without their tokens; an admin may end one).
+// Catalog: every tool, searchable (by its words, or ranked by the gateway's tool search) and filterable; the catalog's version, tool count, plugins, sources, the
+// calls waiting for a person's approval (an admin approves or denies each), and the accounts people connected to
+// upstreams (listed without their tokens; an admin may end one).
 
-import {del, describe, get} from "./api.js";
+import {del, describe, get, post} from "./api.js";
 import {fill, h, table, time} from "./dom.js";
 import {where} from "./problems.js";
 
@@ -16,8 +17,8 @@ let remembered = {search: "", ranked: false, scope: "", binding: "", toolset: ""
 const RANK_WAIT_MS = 200; // typing pauses this long before the gateway's search is asked
 
 export async function render(main, params, context) {
-  const [overview, {tools}, {connections}] = await Promise.all([context.refreshOverview(), get("/admin/api/tools"),
-    get("/admin/api/connections")]);
+  const [overview, {tools}, {connections}, {approvals}] = await Promise.all([context.refreshOverview(),
+    get("/admin/api/tools"), get("/admin/api/connections"), get("/admin/api/approvals")]);
   const search = h("input#catalog-search", {type: "search", value: remembered.search, autocomplete: "off",
     placeholder: "id, name, tag, file…"});
   const selects = Object.fromEntries(FILTERS.map(([name, label, values]) => {
@@ -89,9 +90,39 @@ export async function render(main, params, context) {
       FILTERS.map(([name, label]) => h("div.field", h("label", {for: `filter-${name}`}, label), selects[name]))),
     count,
     results,
+    approvalsSection(approvals),
     extras(overview),
     connectionsSection(connections));
   update();
+}
+
+function approvalsSection(approvals) {
+  if (!approvals.length) return null;
+  const status = h("p.tally", {role: "status"});
+  const decide = async (approval, decision, row) => {
+    for (const button of row.querySelectorAll("button")) button.disabled = true;
+    try {
+      await post(`/approvals/${encodeURIComponent(approval.id)}`, {decision});
+      row.remove();
+      status.textContent = `${decision === "approve" ? "Approved" : "Denied"} ${approval.tool} for ${approval.caller || "the caller"}: ` +
+        (decision === "approve" ? "the same call runs once when it is made again." : "it will not run.");
+    } catch (error) {
+      for (const button of row.querySelectorAll("button")) button.disabled = false;
+      status.textContent = describe(error);
+    }
+  };
+  return h("section", {"aria-labelledby": "approvals-heading"},
+    h("h2#approvals-heading", "Calls waiting for approval"),
+    status,
+    table("Calls waiting for approval", ["Tool", "Caller", "Arguments", "Reason", "Asked", "Expires", ""], approvals, (a) => {
+      const approve = h("button.small", {type: "button", "aria-label": `Approve ${a.tool} for ${a.caller || "the caller"}`}, "Approve");
+      const deny = h("button.secondary.small", {type: "button", "aria-label": `Deny ${a.tool} for ${a.caller || "the caller"}`}, "Deny");
+      const buttons = h("span.actions", approve, " ", deny);
+      approve.addEventListener("click", () => decide(a, "approve", approve.closest("tr")));
+      deny.addEventListener("click", () => decide(a, "deny", deny.closest("tr")));
+      const shown = a.arguments === null ? `digest ${a.digest.slice(0, 12)}…` : JSON.stringify(a.arguments);
+      return [h("code", a.tool), a.caller || "—", h("code", shown), a.reason || "—", time(a.created_at), time(a.expires_at), buttons];
+    }));
 }
 
 function connectionsSection(connections) {

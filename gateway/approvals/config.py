@@ -1,0 +1,85 @@
+"""What an approval requires, as declared: a tool's ``approval:`` (``required``, or a mapping) and the
+``approvals:`` setting.
+
+``approval: {approvers: [...], timeout_s: N, when: {JSON Schema}, reason: "..."}``:
+
+- ``approvers``: ``caller`` (the calling client's user, asked through the client: MCP elicitation), ``admins``
+  (any admin key or admin person), ``key:<name>`` (that API key), ``user:<sub>`` (that OAuth person); default
+  ``[caller, admins]``;
+- ``timeout_s``: how long the call waits for a decision before it returns pending (default 0, at most 600);
+- ``when``: a JSON Schema; the approval is needed only for arguments that match it ("amount over 100");
+- ``reason``: shown to the approver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_APPROVERS = ("caller", "admins")
+MAX_TIMEOUT_S = 600.0
+SETTING_KEYS = ("destructive", "ttl_s")
+
+
+@dataclass(frozen=True)
+class ApprovalSettings:
+    """The ``approvals`` setting: ``destructive``: every tool annotated ``destructive: true`` needs one (with the
+    default approvers) unless its own ``approval:`` says how; ``ttl_s``: how long a request, and an approval not
+    yet used, live."""
+
+    destructive: bool = False
+    ttl_s: float = 900.0
+
+
+@dataclass(frozen=True)
+class Approval:
+    approvers: tuple[str, ...] = DEFAULT_APPROVERS
+    timeout_s: float = 0.0
+    when: Mapping[str, Any] | None = None
+    reason: str = ""
+
+
+REQUIRED = Approval()
+
+
+def declared(raw: Any) -> Approval | None:
+    """The ``Approval`` of a schema-checked ``approval:`` value (None: not given)."""
+    if raw is None:
+        return None
+    if raw == "required":
+        return REQUIRED
+    return Approval(tuple(raw.get("approvers") or DEFAULT_APPROVERS), float(raw.get("timeout_s", 0.0)),
+                    raw.get("when"), str(raw.get("reason", "")))
+
+
+def required(definition: Any, settings: ApprovalSettings) -> Approval | None:
+    """The approval calls of ``definition`` (a ``ToolDefinition``) need: its own ``approval:``, else the
+    setting's for a tool annotated destructive; None: none."""
+    approval = declared(definition.approval)
+    if approval is None and settings.destructive and definition.annotations.get("destructive"):
+        return REQUIRED
+    return approval
+
+
+def asks_caller(definition: Any, settings: ApprovalSettings) -> bool:
+    """Whether calls of ``definition`` may ask their caller for approval: then an MCP call is answered as a
+    stream, on which the question can go."""
+    approval = required(definition, settings)
+    return approval is not None and "caller" in approval.approvers
+
+
+def parse_setting(value: Any) -> ApprovalSettings:
+    """The ``approvals`` setting from its YAML/JSON value; ``ValueError`` says what is wrong."""
+    if not isinstance(value, Mapping):
+        raise ValueError(  # noqa: TRY004 — the settings' own error, raised as SettingsInvalid
+            "setting 'approvals': expected a mapping like {destructive: true, ttl_s: 900}")
+    unknown = sorted(set(map(str, value)) - set(SETTING_KEYS))
+    if unknown:
+        raise ValueError(f"setting 'approvals': unknown key(s) {', '.join(unknown)} (known: {', '.join(SETTING_KEYS)})")
+    destructive, ttl_s = value.get("destructive", False), value.get("ttl_s", ApprovalSettings.ttl_s)
+    if not isinstance(destructive, bool):
+        raise ValueError(f"setting 'approvals.destructive': must be true or false, got {destructive!r}")  # noqa: TRY004
+    if isinstance(ttl_s, bool) or not isinstance(ttl_s, int | float) or not 10 <= ttl_s <= 86400:
+        raise ValueError(f"setting 'approvals.ttl_s': must be a number of seconds from 10 to 86400, got {ttl_s!r}")
+    return ApprovalSettings(destructive, float(ttl_s))

@@ -1,0 +1,245 @@
+"""Approvals of calls (``approval:``), through a real gateway: the tool's function never runs before a person's yes;
+an approval is bound to the tool, the exact arguments and the caller, used once, and never granted by the caller
+itself out of band; the MCP client's user approves through elicitation (official client, both answers); a
+``when`` schema asks only for the calls that match; the approvals setting covers destructive tools; a decision on
+one gateway is honoured by another sharing the Redis state."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+import mcp_types
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from support import running
+
+from gateway.approvals.config import ApprovalSettings
+from gateway.settings import ApiKey, hash_key
+
+AGENT, OPS, ADMIN, OTHER = "agent-key-for-tests", "ops-key-for-tests", "admin-key-for-tests", "other-key-for-tests"
+KEYS = (ApiKey("agent", hash_key(AGENT)), ApiKey("ops", hash_key(OPS)), ApiKey("admin", hash_key(ADMIN), admin=True),
+        ApiKey("other", hash_key(OTHER)))
+
+TOOLS = """\
+tools:
+  - id: refund
+    name: Refund
+    user_description: Refunds an order.
+    ai_description: Refunds an order.
+    binding: {python: "shop:refund"}
+    approval: {approvers: [caller, admins, "key:ops"], reason: money leaves the company}
+  - id: pay
+    name: Pay
+    user_description: Pays an amount.
+    ai_description: Pays an amount.
+    binding: {python: "shop:pay"}
+    approval: {approvers: ["key:ops"], when: {properties: {amount: {exclusiveMinimum: 100}}}}
+  - id: wipe
+    name: Wipe
+    user_description: Wipes a disk.
+    ai_description: Wipes a disk.
+    binding: {python: "shop:wipe"}
+    annotations: {destructive: true}
+"""
+
+SHOP = """\
+import os
+
+
+def _ran(line: str) -> str:
+    with open(os.environ["SHOP_RUNS"], "a", encoding="utf-8") as runs:
+        runs.write(line + "\\n")
+    return line
+
+
+def refund(order: str, amount: float) -> str:
+    return _ran(f"refund {order} {amount:g}")
+
+
+def pay(amount: float) -> str:
+    return _ran(f"pay {amount:g}")
+
+
+def wipe(disk: str) -> str:
+    return _ran(f"wipe {disk}")
+"""
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "defs"
+    (directory / "python").mkdir(parents=True)
+    (directory / "tools.yaml").write_text(TOOLS, encoding="utf-8")
+    (directory / "python" / "shop.py").write_text(SHOP, encoding="utf-8")
+    monkeypatch.setenv("SHOP_RUNS", str(tmp_path / "runs.txt"))
+    monkeypatch.setenv("TOOL_GATEWAY_STATE_DIR", str(tmp_path / "state"))
+    return directory
+
+
+def runs(root: Path) -> list[str]:
+    done = root.parent / "runs.txt"
+    return done.read_text(encoding="utf-8").splitlines() if done.exists() else []
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def call(url: str, tool: str, arguments: dict[str, Any], key: str = AGENT) -> httpx.Response:
+    return httpx.post(f"{url}/tools/{tool}/call", json=arguments, headers=bearer(key), timeout=30)
+
+
+def decide(url: str, approval_id: str, decision: str, key: str) -> httpx.Response:
+    return httpx.post(f"{url}/approvals/{approval_id}", json={"decision": decision}, headers=bearer(key), timeout=30)
+
+
+def pending(response: httpx.Response) -> str:
+    assert response.status_code == 202, response.text
+    body = response.json()
+    assert body["is_error"] and "needs a person's approval" in body["text"], body
+    assert response.headers["location"] == f"/approvals/{body['approval']['id']}"
+    return body["approval"]["id"]
+
+
+def test_nothing_runs_before_an_approver_says_yes_and_the_yes_is_used_once(root):
+    with running(root, api_keys=KEYS) as served:
+        url = served.url
+        first = pending(call(url, "refund", {"order": "A1", "amount": 30}))
+        assert runs(root) == []
+        assert pending(call(url, "refund", {"order": "A1", "amount": 30})) == first  # the same call: the same request
+        shown = httpx.get(f"{url}/approvals/{first}", headers=bearer(AGENT), timeout=30).json()
+        assert shown["status"] == "pending" and shown["arguments"] == {"order": "A1", "amount": 30}
+        assert shown["reason"] == "money leaves the company" and shown["caller"] == "agent"
+        assert [a["id"] for a in httpx.get(f"{url}/admin/api/approvals", headers=bearer(ADMIN),
+                                           timeout=30).json()["approvals"]] == [first]
+        # The caller itself, and a key the approval does not name, cannot approve.
+        assert decide(url, first, "approve", AGENT).status_code == 403
+        assert decide(url, first, "approve", OTHER).status_code == 404
+        assert runs(root) == []
+        approved = decide(url, first, "approve", OPS)
+        assert approved.status_code == 200 and approved.json()["by"] == "ops", approved.text
+        assert decide(url, first, "deny", ADMIN).status_code == 409  # decided already
+        # Other arguments, or another caller: not what was approved.
+        pending(call(url, "refund", {"order": "A1", "amount": 3000}))
+        pending(call(url, "refund", {"order": "A1", "amount": 30}, key=OTHER))
+        assert runs(root) == []
+        ran = call(url, "refund", {"order": "A1", "amount": 30})
+        assert ran.status_code == 200 and ran.json()["result"] == "refund A1 30", ran.text
+        again = pending(call(url, "refund", {"order": "A1", "amount": 30}))  # used once: a replay asks anew
+        assert again != first and runs(root) == ["refund A1 30"]
+
+
+def test_a_denial_is_told_once_and_the_function_never_runs(root):
+    with running(root, api_keys=KEYS) as served:
+        url = served.url
+        asked = pending(call(url, "refund", {"order": "B2", "amount": 5}))
+        assert decide(url, asked, "deny", ADMIN).json()["status"] == "denied"
+        denied = call(url, "refund", {"order": "B2", "amount": 5})
+        assert denied.status_code == 200 and denied.json()["is_error"], denied.text
+        assert "was not approved (admin denied approval" in denied.json()["text"]
+        pending(call(url, "refund", {"order": "B2", "amount": 5}))
+        assert runs(root) == []
+
+
+def test_when_asks_only_for_the_calls_that_match_it(root):
+    with running(root, api_keys=KEYS) as served:
+        assert call(served.url, "pay", {"amount": 40}).json()["result"] == "pay 40"
+        asked = pending(call(served.url, "pay", {"amount": 400}))
+        assert decide(served.url, asked, "approve", ADMIN).status_code == 403  # only key:ops may
+        assert runs(root) == ["pay 40"]
+
+
+def test_the_setting_makes_every_destructive_tool_ask(root):
+    with running(root, api_keys=KEYS) as served:
+        assert call(served.url, "wipe", {"disk": "sda"}).json()["result"] == "wipe sda"
+    with running(root, api_keys=KEYS, approvals=ApprovalSettings(destructive=True)) as served:
+        asked = pending(call(served.url, "wipe", {"disk": "sdb"}))
+        assert decide(served.url, asked, "approve", ADMIN).status_code == 200
+        assert call(served.url, "wipe", {"disk": "sdb"}).json()["result"] == "wipe sdb"
+    assert runs(root) == ["wipe sda", "wipe sdb"]
+
+
+def test_a_web_page_cannot_approve_with_auth_off(root):
+    """With auth off, a decision is an admin write: JSON, and the console's token (which no page can read)."""
+    with running(root) as served:
+        asked = pending(httpx.post(f"{served.url}/tools/refund/call", json={"order": "C3", "amount": 1}, timeout=30))
+        form = httpx.post(f"{served.url}/approvals/{asked}", data={"decision": "approve"}, timeout=30)
+        assert form.status_code == 415
+        plain = httpx.post(f"{served.url}/approvals/{asked}", json={"decision": "approve"}, timeout=30)
+        assert plain.status_code == 403 and "console token" in plain.text
+        assert runs(root) == []
+
+
+@pytest.mark.parametrize("answer", ["accept", "decline"])
+def test_the_mcp_client_s_user_approves_through_elicitation(root, answer):
+    asked: list[str] = []
+
+    async def elicitation(context: Any, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        return mcp_types.ElicitResult(action=answer, content={"approve": True} if answer == "accept" else None)
+
+    async def scenario(url: str) -> mcp_types.CallToolResult:
+        async with httpx2.AsyncClient(headers=bearer(AGENT), timeout=30) as http, \
+                Client(streamable_http_client(f"{url}/mcp", http_client=http), elicitation_callback=elicitation,
+                       mode="legacy") as client:
+            return await client.call_tool("refund", {"order": "D4", "amount": 12})
+
+    with running(root, api_keys=KEYS) as served:
+        result = anyio.run(scenario, served.url)
+    assert len(asked) == 1 and "Tool 'refund' (Refund) asks to run with these arguments" in asked[0], asked
+    assert '"order": "D4"' in asked[0] and "money leaves the company" in asked[0]
+    if answer == "accept":
+        assert not result.is_error and runs(root) == ["refund D4 12"], result
+    else:
+        assert result.is_error and "was not approved" in result.content[0].text and runs(root) == []
+
+
+def test_an_mcp_client_that_cannot_ask_gets_the_pending_approval(root):
+    async def scenario(url: str) -> mcp_types.CallToolResult:
+        async with httpx2.AsyncClient(headers=bearer(AGENT), timeout=30) as http, \
+                Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+            return await client.call_tool("refund", {"order": "E5", "amount": 7})
+
+    with running(root, api_keys=KEYS) as served:
+        result = anyio.run(scenario, served.url)
+        text = result.content[0].text
+        assert result.is_error and "needs a person's approval" in text, text
+        approval_id = text.split("(approval ", 1)[1].split(",", 1)[0]
+        assert decide(served.url, approval_id, "approve", OPS).status_code == 200
+        again = anyio.run(scenario, served.url)
+        assert not again.is_error and runs(root) == ["refund E5 7"], again
+
+
+def test_the_audit_trail_and_metrics_tell_every_step(root, tmp_path):
+    audit = tmp_path / "audit.jsonl"
+    with running(root, api_keys=KEYS, audit_log=str(audit)) as served:
+        asked = pending(call(served.url, "refund", {"order": "F6", "amount": 1}))
+        decide(served.url, asked, "approve", OPS)
+        call(served.url, "refund", {"order": "F6", "amount": 1})
+        metrics = httpx.get(f"{served.url}/metrics", headers=bearer(ADMIN), timeout=30).text
+    lines = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
+    steps = [(line["action"], line["detail"]["by"]) for line in lines if line["event"] == "approval"]
+    assert steps == [("requested", None), ("approved", "ops"), ("used", "ops")], steps
+    outcomes = [line["outcome"] for line in lines if line["event"] == "call"]
+    assert outcomes == ["approval_pending", "ok"], outcomes
+    for action in ("requested", "approved", "used"):
+        assert f'tool_gateway_approvals_total{{action="{action}"}} 1.0' in metrics
+
+
+def test_a_when_that_is_no_json_schema_is_a_problem_at_its_place(tmp_path, capsys):
+    from gateway.cli.main import main
+
+    directory = tmp_path / "bad"
+    (directory / "python").mkdir(parents=True)
+    (directory / "python" / "shop.py").write_text(SHOP, encoding="utf-8")
+    (directory / "tools.yaml").write_text(TOOLS.replace("exclusiveMinimum: 100", "exclusiveMinimum: lots"),
+                                          encoding="utf-8")
+    assert main(["validate", str(directory)]) == 1
+    said = capsys.readouterr()
+    assert "tools.yaml:13:87: approval.when is not a valid JSON Schema: 'lots' is not of type 'number'" in said.err
