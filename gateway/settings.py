@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
+from .approvals.config import SETTING_KEYS as APPROVAL_KEYS
 from .approvals.config import ApprovalSettings
-from .approvals.config import parse_setting as parse_approvals
 from .errors import GatewayError
 from .identity import config as oauth_config
 from .state import rate_limits
@@ -285,7 +285,7 @@ def _coerce(values: dict[str, Any]) -> Settings:
         changes["log_level"] = level
     if "cluster" in changes:
         changes["cluster"] = _cluster(changes["cluster"])
-    for name, parse in (("oauth", oauth_config.parse), ("tool_search", _tool_search), ("approvals", parse_approvals)):
+    for name, parse in (("oauth", oauth_config.parse), ("tool_search", _tool_search), ("approvals", _approvals)):
         if name in changes:
             try:
                 changes[name] = parse(changes[name])
@@ -295,14 +295,29 @@ def _coerce(values: dict[str, Any]) -> Settings:
     return replace(settings, **changes)
 
 
-def _tool_search(value: Any) -> ToolSearch:
+def _known_mapping(value: Any, name: str, example: str, known: tuple[str, ...]) -> Mapping[str, Any]:
+    """``value`` if it is a mapping of ``known`` keys; ``ValueError`` naming the setting otherwise."""
     if not isinstance(value, Mapping):
         raise ValueError(  # noqa: TRY004 — the settings' own error, raised as SettingsInvalid
-            "setting 'tool_search': expected a mapping like {mcp: true, always: [tool_id], k: 8}")
-    unknown = sorted(set(map(str, value)) - set(TOOL_SEARCH_KEYS))
+            f"setting '{name}': expected a mapping like {example}")
+    unknown = sorted(set(map(str, value)) - set(known))
     if unknown:
-        raise ValueError(f"setting 'tool_search': unknown key(s) {', '.join(unknown)} "
-                         f"(known: {', '.join(TOOL_SEARCH_KEYS)})")
+        raise ValueError(f"setting '{name}': unknown key(s) {', '.join(unknown)} (known: {', '.join(known)})")
+    return value
+
+
+def _approvals(value: Any) -> ApprovalSettings:
+    value = _known_mapping(value, "approvals", "{destructive: true, ttl_s: 900}", APPROVAL_KEYS)
+    destructive, ttl_s = value.get("destructive", False), value.get("ttl_s", ApprovalSettings.ttl_s)
+    if not isinstance(destructive, bool):
+        raise ValueError(f"setting 'approvals.destructive': must be true or false, got {destructive!r}")  # noqa: TRY004
+    if isinstance(ttl_s, bool) or not isinstance(ttl_s, int | float) or not 10 <= ttl_s <= 86400:
+        raise ValueError(f"setting 'approvals.ttl_s': must be a number of seconds from 10 to 86400, got {ttl_s!r}")
+    return ApprovalSettings(destructive, float(ttl_s))
+
+
+def _tool_search(value: Any) -> ToolSearch:
+    value = _known_mapping(value, "tool_search", "{mcp: true, always: [tool_id], k: 8}", TOOL_SEARCH_KEYS)
     mcp, always = value.get("mcp", False), value.get("always", [])
     min_tools, k = value.get("min_tools", 0), value.get("k", ToolSearch.k)
     if not isinstance(mcp, bool):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,23 @@ def test_a_key_may_be_allowed_to_assert_the_user(tmp_path):
                     f"  - {{name: app, sha256: {hash_key('a')}}}\n")
     settings = load_settings(path, {})
     assert settings.find_key("w").may_assert_user and not settings.find_key("a").may_assert_user
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("approvals: [destructive]", "setting 'approvals': expected a mapping like {destructive: true, ttl_s: 900}"),
+    ("approvals: {destructive: yes please}", "setting 'approvals.destructive': must be true or false"),
+    ("approvals: {ttl_s: 5}", "setting 'approvals.ttl_s': must be a number of seconds from 10 to 86400"),
+    ("approvals: {webhook: x}", "setting 'approvals': unknown key(s) webhook (known: destructive, ttl_s)"),
+])
+def test_the_approvals_setting_is_checked(tmp_path, value, said):
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(value + "\n", encoding="utf-8")
+    with pytest.raises(SettingsInvalid, match=re.escape(said)):
+        load_settings(settings, environ={})
+
+
+def test_the_approvals_setting_is_read(tmp_path):
+    settings = tmp_path / "settings.yaml"
+    settings.write_text("approvals: {destructive: true, ttl_s: 120}\n", encoding="utf-8")
+    approvals = load_settings(settings, environ={}).approvals
+    assert (approvals.destructive, approvals.ttl_s) == (True, 120.0)

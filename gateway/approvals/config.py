@@ -67,19 +67,3 @@ def asks_caller(definition: Any, settings: ApprovalSettings) -> bool:
     stream, on which the question can go."""
     approval = required(definition, settings)
     return approval is not None and "caller" in approval.approvers
-
-
-def parse_setting(value: Any) -> ApprovalSettings:
-    """The ``approvals`` setting from its YAML/JSON value; ``ValueError`` says what is wrong."""
-    if not isinstance(value, Mapping):
-        raise ValueError(  # noqa: TRY004 — the settings' own error, raised as SettingsInvalid
-            "setting 'approvals': expected a mapping like {destructive: true, ttl_s: 900}")
-    unknown = sorted(set(map(str, value)) - set(SETTING_KEYS))
-    if unknown:
-        raise ValueError(f"setting 'approvals': unknown key(s) {', '.join(unknown)} (known: {', '.join(SETTING_KEYS)})")
-    destructive, ttl_s = value.get("destructive", False), value.get("ttl_s", ApprovalSettings.ttl_s)
-    if not isinstance(destructive, bool):
-        raise ValueError(f"setting 'approvals.destructive': must be true or false, got {destructive!r}")  # noqa: TRY004
-    if isinstance(ttl_s, bool) or not isinstance(ttl_s, int | float) or not 10 <= ttl_s <= 86400:
-        raise ValueError(f"setting 'approvals.ttl_s': must be a number of seconds from 10 to 86400, got {ttl_s!r}")
-    return ApprovalSettings(destructive, float(ttl_s))
