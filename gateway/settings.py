@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields, replace
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -307,13 +308,17 @@ def _known_mapping(value: Any, name: str, example: str, known: tuple[str, ...]) 
 
 
 def _approvals(value: Any) -> ApprovalSettings:
-    value = _known_mapping(value, "approvals", "{destructive: true, ttl_s: 900}", APPROVAL_KEYS)
+    value = _known_mapping(value, "approvals", "{destructive: true, ttl_s: 900, webhook: https://…}", APPROVAL_KEYS)
     destructive, ttl_s = value.get("destructive", False), value.get("ttl_s", ApprovalSettings.ttl_s)
     if not isinstance(destructive, bool):
         raise ValueError(f"setting 'approvals.destructive': must be true or false, got {destructive!r}")  # noqa: TRY004
     if isinstance(ttl_s, bool) or not isinstance(ttl_s, int | float) or not 10 <= ttl_s <= 86400:
         raise ValueError(f"setting 'approvals.ttl_s': must be a number of seconds from 10 to 86400, got {ttl_s!r}")
-    return ApprovalSettings(destructive, float(ttl_s))
+    webhook = value.get("webhook", "")
+    if not isinstance(webhook, str) or (webhook and urlsplit(webhook).scheme not in ("http", "https")) or \
+            (webhook and not urlsplit(webhook).hostname):
+        raise ValueError("setting 'approvals.webhook': must be an http:// or https:// URL")
+    return ApprovalSettings(destructive, float(ttl_s), webhook)
 
 
 def _tool_search(value: Any) -> ToolSearch:

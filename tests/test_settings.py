@@ -73,10 +73,11 @@ def test_a_key_may_be_allowed_to_assert_the_user(tmp_path):
 
 
 @pytest.mark.parametrize(("value", "said"), [
-    ("approvals: [destructive]", "setting 'approvals': expected a mapping like {destructive: true, ttl_s: 900}"),
+    ("approvals: [destructive]", "setting 'approvals': expected a mapping like {destructive: true, ttl_s: 900, webhook: https://…}"),
     ("approvals: {destructive: yes please}", "setting 'approvals.destructive': must be true or false"),
     ("approvals: {ttl_s: 5}", "setting 'approvals.ttl_s': must be a number of seconds from 10 to 86400"),
-    ("approvals: {webhook: x}", "setting 'approvals': unknown key(s) webhook (known: destructive, ttl_s)"),
+    ("approvals: {webhook: 'ftp://x/y'}", "setting 'approvals.webhook': must be an http:// or https:// URL"),
+    ("approvals: {hook: x}", "setting 'approvals': unknown key(s) hook (known: destructive, ttl_s, webhook)"),
 ])
 def test_the_approvals_setting_is_checked(tmp_path, value, said):
     settings = tmp_path / "settings.yaml"

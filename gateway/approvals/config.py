@@ -19,17 +19,18 @@ from typing import Any
 
 DEFAULT_APPROVERS = ("caller", "admins")
 MAX_TIMEOUT_S = 600.0
-SETTING_KEYS = ("destructive", "ttl_s")
+SETTING_KEYS = ("destructive", "ttl_s", "webhook")
 
 
 @dataclass(frozen=True)
 class ApprovalSettings:
     """The ``approvals`` setting: ``destructive``: every tool annotated ``destructive: true`` needs one (with the
     default approvers) unless its own ``approval:`` says how; ``ttl_s``: how long a request, and an approval not
-    yet used, live."""
+    yet used, live; ``webhook``: an http(s) URL POSTed each new request (never its arguments)."""
 
     destructive: bool = False
     ttl_s: float = 900.0
+    webhook: str = ""  # told of each new request (gateway.observe.approval_hook); "" none
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from ..client_channel import ClientCannotAnswer
 from ..errors import ToolError
 from ..schema.published import compile_validator
 from .config import Approval, required
-from .records import APPROVED, DENIED, PENDING, Approvals, Request, call_digest
+from .records import APPROVED, DENIED, PENDING, Approvals, Request, TooManyOpen, call_digest
 
 if TYPE_CHECKING:
     from ..catalog.snapshot import Catalog, Tool
@@ -37,6 +37,10 @@ class ApprovalDenied(ToolError):
     outcome = "approval_denied"
 
 
+class ApprovalRefused(ToolError):
+    outcome = "rejected"  # refused before it ran, as a rate limit refuses
+
+
 async def gate(catalog: Catalog, tool: Tool, arguments: dict[str, Any], context: CallContext) -> None:
     """Return when the call may run; raise ``ApprovalPending`` or ``ApprovalDenied`` when it may not."""
     approval, when = tool.memo(("approval", catalog.settings.approvals.destructive), lambda: _needed(tool, catalog))
@@ -55,8 +59,12 @@ async def gate(catalog: Catalog, tool: Tool, arguments: dict[str, Any], context:
         raise ApprovalDenied(_denied(tool, request))
     if request is None:
         shown = arguments if tool.definition.audit_arguments else None
-        request = await approvals.open(tool.id, digest, shown, context.caller, context.user, approval.reason,
-                                       list(approval.approvers))
+        try:
+            request = await approvals.open(tool.id, digest, shown, context.caller, context.user, approval.reason,
+                                           list(approval.approvers))
+        except TooManyOpen as exc:
+            raise ApprovalRefused(f"Tool '{tool.id}' needs a person's approval, and none was asked for: {exc}.") \
+                from None
         _tell(catalog, "requested", request, context.caller)
     if "caller" in approval.approvers:
         answer = await _ask_caller(context, tool, arguments, approval)
@@ -139,4 +147,5 @@ def _denied(tool: Tool, request: Request) -> str:
 def _tell(catalog: Catalog, action: str, request: Request, caller: str | None) -> None:
     catalog.events.emit("approval", action=action, caller=caller,
                         detail={"id": request.id, "tool": request.tool, "by": request.by, "via": request.via,
-                                "call_sha256": request.digest})
+                                "call_sha256": request.digest, "reason": request.reason,
+                                "expires_at": request.expires_at})

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 import time
 from collections.abc import Mapping
@@ -29,6 +30,13 @@ from typing import Any
 from ..state.base import SharedState
 
 PENDING, APPROVED, DENIED = "pending", "approved", "denied"
+OPEN_PER_CALLER = 100  # requests one caller may open per ttl_s
+LISTED = 500  # pending requests an admin listing shows, oldest first
+ID = re.compile(r"[A-Za-z0-9_-]{22}")  # what secrets.token_urlsafe(16) makes: anything else is no approval
+
+
+class TooManyOpen(Exception):
+    """A caller opened too many requests lately."""
 
 
 @dataclass
@@ -71,6 +79,11 @@ class Approvals:
 
     async def open(self, tool_id: str, digest: str, arguments: Any, caller: str | None, user: str | None,
                    reason: str, approvers: list[str]) -> Request:
+        """A new pending request; ``TooManyOpen`` when its caller opened ``OPEN_PER_CALLER`` within the last
+        ``ttl_s`` (a caller sending ever new arguments cannot fill the shared state)."""
+        if await self.state.acquire(f"approval-opened:{caller or ''}", OPEN_PER_CALLER, self.ttl_s) > 0:
+            raise TooManyOpen(f"{OPEN_PER_CALLER} approvals were asked for by this caller within {self.ttl_s:g} s; "
+                              "wait for them to be decided or to expire")
         now = time.time()
         request = Request(secrets.token_urlsafe(16), tool_id, digest, caller, user, arguments, reason, approvers, now,
                           now + self.ttl_s)
@@ -80,6 +93,8 @@ class Approvals:
         return request
 
     async def get(self, approval_id: str) -> Request | None:
+        if not ID.fullmatch(approval_id):
+            return None
         found = await self.state.get(f"approval:{approval_id}")
         if found is None:
             return None
@@ -110,11 +125,13 @@ class Approvals:
         await self.state.delete(f"approval:{request.id}")
 
     async def pending(self) -> list[Request]:
-        """Every live request nobody has decided, oldest first (the console's and the admin API's list)."""
+        """The live requests nobody has decided, oldest first, at most ``LISTED`` (the console's and the admin
+        API's list)."""
         found = await self.state.scan("approval:")
         requests = [Request(**json.loads(value)) for value in found.values()]
         now = time.time()
-        return sorted((r for r in requests if r.status == PENDING and r.expires_at > now), key=lambda r: r.created_at)
+        return sorted((r for r in requests if r.status == PENDING and r.expires_at > now),
+                      key=lambda r: r.created_at)[:LISTED]
 
     async def _save(self, request: Request) -> None:
         await self.state.put(f"approval:{request.id}", json.dumps(request.shown(), default=str).encode(),

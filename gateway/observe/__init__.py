@@ -25,6 +25,7 @@ CONSUMERS: tuple[str, ...] = (
     "metrics",
     "slo",
     "audit",
+    "approval_hook",
 )
 
 

@@ -243,3 +243,49 @@ def test_a_when_that_is_no_json_schema_is_a_problem_at_its_place(tmp_path, capsy
     assert main(["validate", str(directory)]) == 1
     said = capsys.readouterr()
     assert "tools.yaml:13:87: approval.when is not a valid JSON Schema: 'lots' is not of type 'number'" in said.err
+
+
+def test_a_caller_cannot_fill_the_state_with_requests(root, monkeypatch):
+    """Each caller opens at most OPEN_PER_CALLER requests per ttl_s; past that a call is refused (it did not run)
+    and asks nothing; another caller is not held up; a made-up approval id is no approval."""
+    from gateway.approvals import records
+
+    monkeypatch.setattr(records, "OPEN_PER_CALLER", 2)
+    with running(root, api_keys=KEYS) as served:
+        url = served.url
+        pending(call(url, "refund", {"order": "G1", "amount": 1}))
+        pending(call(url, "refund", {"order": "G2", "amount": 1}))
+        refused = call(url, "refund", {"order": "G3", "amount": 1})
+        assert refused.status_code == 200 and refused.json()["is_error"], refused.text
+        assert "none was asked for: 2 approvals were asked for by this caller" in refused.json()["text"]
+        pending(call(url, "refund", {"order": "G3", "amount": 1}, key=OTHER))
+        listed = httpx.get(f"{url}/admin/api/approvals", headers=bearer(ADMIN), timeout=30).json()["approvals"]
+        assert [a["arguments"]["order"] for a in listed] == ["G1", "G2", "G3"]
+        for made_up in ("x" * 22 + "/../admin", "approval-open:x", "a" * 5000):
+            assert httpx.get(f"{url}/approvals/{made_up}", headers=bearer(ADMIN), timeout=30).status_code == 404
+        assert runs(root) == []
+
+
+def test_a_webhook_is_told_of_each_waiting_call_without_its_arguments(root):
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+    from support import serving, until
+
+    told: list[dict] = []
+
+    async def hook(request: Request) -> Response:
+        told.append(await request.json())
+        return Response(status_code=204)
+
+    receiver = Starlette(routes=[Route("/hooks/approvals", hook, methods=["POST"])])
+    with serving(receiver) as hooked:
+        settings = ApprovalSettings(webhook=f"{hooked.url}/hooks/approvals")
+        with running(root, api_keys=KEYS, approvals=settings) as served:
+            asked = pending(call(served.url, "refund", {"order": "H8", "amount": 99}))
+            until(lambda: told, "the webhook to be told")
+    assert told == [{"event": "approval_requested", "caller": "agent", "id": asked, "tool": "refund",
+                     "reason": "money leaves the company", "expires_at": told[0]["expires_at"],
+                     "url": f"/approvals/{asked}"}]
+    assert "H8" not in json.dumps(told)
