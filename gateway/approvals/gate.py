@@ -67,7 +67,9 @@ async def gate(catalog: Catalog, tool: Tool, arguments: dict[str, Any], context:
                 from None
         _tell(catalog, "requested", request, context.caller)
     if "caller" in approval.approvers:
-        answer = await _ask_caller(context, tool, arguments, approval)
+        # A user who never answers holds the call no longer than the tool may run, or than it would wait anyway.
+        asking_s = max(approval.timeout_s, tool.definition.timeout_s or catalog.settings.default_timeout_s)
+        answer = await _ask_caller(context, tool, arguments, approval, asking_s)
         if answer is not None and await approvals.decide(request, answer, context.caller, "elicitation"):
             _tell(catalog, "approved" if answer else "denied", request, context.caller)
     if approval.timeout_s > 0 or "caller" in approval.approvers:
@@ -100,21 +102,26 @@ def _matches(when: Any, arguments: dict[str, Any]) -> bool:
         return True
 
 
-async def _ask_caller(context: CallContext, tool: Tool, arguments: dict[str, Any], approval: Approval) -> bool | None:
-    """The calling client's user's answer (form elicitation): True approves, False denies, None when the client
-    cannot ask or its user dismissed the question."""
+async def _ask_caller(context: CallContext, tool: Tool, arguments: dict[str, Any], approval: Approval,
+                      asking_s: float) -> bool | None:
+    """The calling client's user's answer (form elicitation) within ``asking_s``: True approves, False denies,
+    None when the client cannot ask, its user dismissed the question, or did not answer in time."""
     shown = json.dumps(arguments, ensure_ascii=False, default=str)
     if len(shown) > SHOWN_ARGUMENTS:
         shown = shown[:SHOWN_ARGUMENTS] + "…"
     reason = f" Why it needs one: {approval.reason}" if approval.reason else ""
     try:
-        answer = await context.client.elicit(
-            f"Tool '{tool.id}' ({tool.definition.name}) asks to run with these arguments: {shown}.{reason} "
-            "Run it once?",
-            {"type": "object", "required": ["approve"],
-             "properties": {"approve": {"type": "boolean", "title": "Run it once",
-                                        "description": f"Run {tool.id} with exactly these arguments"}}})
+        async with asyncio.timeout(asking_s):
+            answer = await context.client.elicit(
+                f"Tool '{tool.id}' ({tool.definition.name}) asks to run with these arguments: {shown}.{reason} "
+                "Run it once?",
+                {"type": "object", "required": ["approve"],
+                 "properties": {"approve": {"type": "boolean", "title": "Run it once",
+                                            "description": f"Run {tool.id} with exactly these arguments"}}})
     except ClientCannotAnswer:
+        return None
+    except TimeoutError:
+        log.info("approval of %s: the calling client's user did not answer within %g s", tool.id, asking_s)
         return None
     except ToolError as exc:  # the client went away, or answered something else: asked out of band instead
         log.info("approval of %s: the calling client did not answer (%s)", tool.id, exc)

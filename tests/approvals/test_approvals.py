@@ -46,6 +46,13 @@ tools:
     ai_description: Wipes a disk.
     binding: {python: "shop:wipe"}
     annotations: {destructive: true}
+  - id: transfer
+    name: Transfer
+    user_description: Transfers money.
+    ai_description: Transfers money.
+    binding: {python: "shop:refund"}
+    timeout_s: 1
+    approval: required
 """
 
 SHOP = """\
@@ -176,8 +183,9 @@ def test_a_web_page_cannot_approve_with_auth_off(root):
         assert runs(root) == []
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["2025-11-25", "2026-07-28"])
 @pytest.mark.parametrize("answer", ["accept", "decline"])
-def test_the_mcp_client_s_user_approves_through_elicitation(root, answer):
+def test_the_mcp_client_s_user_approves_through_elicitation(root, answer, mode):
     asked: list[str] = []
 
     async def elicitation(context: Any, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
@@ -187,7 +195,8 @@ def test_the_mcp_client_s_user_approves_through_elicitation(root, answer):
     async def scenario(url: str) -> mcp_types.CallToolResult:
         async with httpx2.AsyncClient(headers=bearer(AGENT), timeout=30) as http, \
                 Client(streamable_http_client(f"{url}/mcp", http_client=http), elicitation_callback=elicitation,
-                       mode="legacy") as client:
+                       mode=mode) as client:
+            assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
             return await client.call_tool("refund", {"order": "D4", "amount": 12})
 
     with running(root, api_keys=KEYS) as served:
@@ -198,6 +207,31 @@ def test_the_mcp_client_s_user_approves_through_elicitation(root, answer):
         assert not result.is_error and runs(root) == ["refund D4 12"], result
     else:
         assert result.is_error and "was not approved" in result.content[0].text and runs(root) == []
+
+
+def test_a_user_who_never_answers_holds_the_call_no_longer_than_the_tool_may_run(root):
+    """On 2025-11-25 the question goes out on the call's own stream, which the gateway holds open: past the tool's
+    timeout it answers pending. (On 2026-07-28 the gateway holds nothing: the question is the call's answer, and
+    the client sends the call again with the user's answer whenever it comes — or never.)"""
+    async def never(context: Any, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+        # The SDK's client reads nothing else while its callback runs: a yes that comes after the gateway gave up
+        # (the tool's 1 s) stands for "never", and must approve nothing.
+        await anyio.sleep(3)
+        return mcp_types.ElicitResult(action="accept", content={"approve": True})
+
+    async def scenario(url: str) -> mcp_types.CallToolResult:
+        async with httpx2.AsyncClient(headers=bearer(AGENT), timeout=30) as http, \
+                Client(streamable_http_client(f"{url}/mcp", http_client=http), elicitation_callback=never,
+                       mode="legacy") as client:
+            return await client.call_tool("transfer", {"order": "N1", "amount": 1})
+
+    with running(root, api_keys=KEYS) as served:
+        result = anyio.run(scenario, served.url)
+        assert result.is_error and "needs a person's approval" in result.content[0].text, result
+        approval_id = result.content[0].text.split("(approval ", 1)[1].split(",", 1)[0]
+        shown = httpx.get(f"{served.url}/approvals/{approval_id}", headers=bearer(ADMIN), timeout=30).json()
+        assert shown["status"] == "pending", shown  # the late yes approved nothing
+    assert runs(root) == []
 
 
 def test_an_mcp_client_that_cannot_ask_gets_the_pending_approval(root):
