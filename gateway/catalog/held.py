@@ -30,8 +30,8 @@ from ..definitions.model import SourceDeclaration
 from ..errors import DefinitionsInvalid, Problem, ToolError
 from ..schema.fastcheck import lazy_check
 from ..schema.published import compile_validator
-from .lock import LOCK_FILE, compare, read
-from .snapshot import Catalog, Tool
+from .lock import LOCK_FILE, compare, entry, read
+from .snapshot import Catalog, Tool, plugin_of
 
 _MEMO_KEY = "held.lock"
 
@@ -57,7 +57,13 @@ def hold(catalog: Catalog, sources: Iterable[SourceDeclaration], memo: dict[Any,
     declared = {source.id: source for source in sources}
     tools = dict(catalog.tools)
     warnings: list[Problem] = []
-    held: list[dict[str, str]] = []
+    held: list[dict[str, Any]] = []
+
+    def keep(tool_id: str, change: str, served: str) -> None:
+        """A held tool, with what the lock says of it and what it says now (the console's diff and approval)."""
+        tool = catalog.tools[tool_id]
+        held.append({"tool": tool_id, "change": change, "served": served,
+                     "locked": document["tools"].get(tool_id), "now": entry(tool, plugin_of(tool, catalog))})
 
     def warn(tool_id: str, message: str) -> None:
         source = declared.get(tools[tool_id].definition.source or "") if tool_id in tools else None
@@ -74,17 +80,17 @@ def hold(catalog: Catalog, sources: Iterable[SourceDeclaration], memo: dict[Any,
             if "binding" in changed.split(", ") or (source is not None and source.raw.get("on_change") == "hold"):
                 warn(tool_id, f"changed since {LOCK_FILE} ({changed}): held, not served until approved "
                               f"(`tool-gateway lock --tool {tool_id}`)")
-                held.append({"tool": tool_id, "change": changed, "served": "no"})
+                keep(tool_id, changed, "no")
                 del tools[tool_id]
             else:
                 warn(tool_id, f"changed since {LOCK_FILE} ({changed}): served as locked until approved "
                               f"(`tool-gateway lock --tool {tool_id}`)")
-                held.append({"tool": tool_id, "change": changed, "served": "as_locked"})
+                keep(tool_id, changed, "as_locked")
                 tools[tool_id] = as_locked(tool, document["tools"][tool_id]["content"])
         elif difference.kind == "new":
             warn(tool_id, f"is not in {LOCK_FILE}: held, not served until approved (`tool-gateway lock --tool "
                           f"{tool_id}`)")
-            held.append({"tool": tool_id, "change": "new", "served": "no"})
+            keep(tool_id, "new", "no")
             del tools[tool_id]
         elif difference.kind == "renamed":
             warn(tool_id, f"is a rename ({difference.detail}): served")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .snapshot import Catalog, Tool, plugin_of
@@ -52,10 +53,22 @@ def lock(catalog: Catalog) -> dict[str, Any]:
         plugin = plugin_of(tool, catalog)
         if tool.definition.source is None and plugin is None:
             continue
-        seen = content(tool)
-        tools[tool.id] = {"source": tool.definition.source, "plugin": plugin, "digest": digest(seen),
-                          "shape": digest({name: seen[name] for name in SHAPE}), "content": seen}
+        tools[tool.id] = entry(tool, plugin)
     return {"version": VERSION, "tools": dict(sorted(tools.items()))}
+
+
+def entry(tool: Tool, plugin: str | None) -> dict[str, Any]:
+    """What the lock records of ``tool`` (of a source, or of ``plugin``)."""
+    seen = content(tool)
+    return {"source": tool.definition.source, "plugin": plugin, "digest": digest(seen),
+            "shape": digest({name: seen[name] for name in SHAPE}), "content": seen}
+
+
+def write(path: Path, document: dict[str, Any]) -> None:
+    """``document`` as the lock file ``path``, whole or not at all: a CI, or a gateway's reload, never reads half."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(dumps(document), encoding="utf-8")
+    temporary.replace(path)
 
 
 def content(tool: Tool) -> dict[str, Any]:

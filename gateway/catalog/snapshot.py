@@ -168,8 +168,8 @@ class Catalog:
     # what changed. Only the build reads them.
     parts: tuple[Any, ...] = ()
     content: Content = EMPTY  # its prompts and resources (built by gateway.catalog.prompts_resources)
-    # The tools the lock file holds (gateway.catalog.held): {tool, change, served: as_locked | no}, for /status.
-    held: tuple[Mapping[str, str], ...] = ()
+    # The tools the lock file holds (gateway.catalog.held): {tool, change, served: as_locked | no, locked, now}.
+    held: tuple[Mapping[str, Any], ...] = ()
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
     # One lock per key, so that a value computed in a worker thread (a listing of 10,000 tools: tens of ms) never
     # holds up the event loop asking for another; re-entrant: a value may be built from other memoised values.

@@ -19,9 +19,9 @@ from pathlib import Path
 from ..catalog.build import build_catalog
 from ..catalog.lock import LOCK_FILE, approved
 from ..catalog.lock import compare as compare_lock
-from ..catalog.lock import dumps as dump_lock
 from ..catalog.lock import lock as lock_document
 from ..catalog.lock import read as read_lock
+from ..catalog.lock import write as write_lock
 from ..catalog.snapshot import Catalog
 from ..context import CallContext
 from ..errors import DefinitionsInvalid, GatewayError, UnknownTool
@@ -250,9 +250,7 @@ def _lock(args: argparse.Namespace) -> int:
         except KeyError as exc:
             print(f"error: no tool {exc} is served or locked", file=sys.stderr)
             return 1
-    temporary = path.with_name(f".{LOCK_FILE}.tmp")
-    temporary.write_text(dump_lock(document), encoding="utf-8")
-    temporary.replace(path)  # whole or not at all: a CI never reads half a lock
+    write_lock(path, document)
     print(f"approved {', '.join(args.tool)} in {path}" if args.tool else
           f"locked {len(document['tools'])} tool(s) of sources and plugins in {path}")
     return 0

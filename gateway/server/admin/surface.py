@@ -52,6 +52,7 @@ from . import approvals as admin_approvals
 from . import catalog as admin_catalog
 from . import connections as admin_connections
 from . import edit as admin_edit
+from . import held as admin_held
 from .files import DefinitionsFiles, NotFound
 from .signin import ConsoleSignIn, SignInUnavailable
 from .writes import TOKEN_HEADER, WriteGuard
@@ -103,6 +104,7 @@ def routes(gateway: Gateway) -> list[BaseRoute]:
         *admin_edit.routes(gateway, console.files, admin=console.admin),
         *admin_connections.routes(gateway, admin=console.admin),
         *admin_approvals.routes(gateway, admin=console.admin, writes=console.writes),
+        *admin_held.routes(gateway, console.files, admin=console.admin),
     ]
 
 

@@ -81,7 +81,7 @@ class RestApi:
             body |= {"definitions": str(self.settings.definitions), "auth": self.settings.auth_enabled,
                      "last_reload": last.as_dict()}
             if catalog.held:  # what changed upstream since the lock file, and how it is served (gateway.catalog.held)
-                body["held"] = list(catalog.held)
+                body["held"] = [{k: held[k] for k in ("tool", "change", "served")} for held in catalog.held]
             if self.gateway.identity is not None:  # the identity provider's keys: held, how old, why not
                 body["oauth"] = self.gateway.identity.keys.status()
         if self.gateway.replicas is not None:  # the registry runs with the app's lifespan (gateway.cluster)

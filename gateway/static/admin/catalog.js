@@ -1,9 +1,10 @@
 // Catalog: every tool, searchable (by its words, or ranked by the gateway's tool search) and filterable; the catalog's version, tool count, plugins, sources, the
-// calls waiting for a person's approval (an admin approves or denies each), and the accounts people connected to
+// tools the lock file holds (held.js), the calls waiting for a person's approval (an admin approves or denies each), and the accounts people connected to
 // upstreams (listed without their tokens; an admin may end one).
 
 import {del, describe, get, post} from "./api.js";
 import {fill, h, table, time} from "./dom.js";
+import {heldSection} from "./held.js";
 import {where} from "./problems.js";
 
 const FILTERS = [
@@ -17,8 +18,8 @@ let remembered = {search: "", ranked: false, scope: "", binding: "", toolset: ""
 const RANK_WAIT_MS = 200; // typing pauses this long before the gateway's search is asked
 
 export async function render(main, params, context) {
-  const [overview, {tools}, {connections}, {approvals}] = await Promise.all([context.refreshOverview(),
-    get("/admin/api/tools"), get("/admin/api/connections"), get("/admin/api/approvals")]);
+  const [overview, {tools}, {connections}, {approvals}, {held}] = await Promise.all([context.refreshOverview(),
+    get("/admin/api/tools"), get("/admin/api/connections"), get("/admin/api/approvals"), get("/admin/api/held")]);
   const search = h("input#catalog-search", {type: "search", value: remembered.search, autocomplete: "off",
     placeholder: "id, name, tag, file…"});
   const selects = Object.fromEntries(FILTERS.map(([name, label, values]) => {
@@ -90,6 +91,7 @@ export async function render(main, params, context) {
       FILTERS.map(([name, label]) => h("div.field", h("label", {for: `filter-${name}`}, label), selects[name]))),
     count,
     results,
+    heldSection(held, () => render(main, params, context)),
     approvalsSection(approvals),
     extras(overview),
     connectionsSection(connections));
