@@ -3,9 +3,9 @@
 
 ``approval: {approvers: [...], timeout_s: N, when: {JSON Schema}, reason: "..."}``:
 
-- ``approvers``: ``caller`` (the calling client's user, asked through the client: MCP elicitation), ``admins``
-  (any admin key or admin person), ``key:<name>`` (that API key), ``user:<sub>`` (that OAuth person); default
-  ``[caller, admins]``;
+- ``approvers``: ``admins`` (any admin key or admin person), ``key:<name>`` (that API key), ``user:<sub>`` (that
+  OAuth person), ``caller`` (the calling client's user, asked through the client: MCP elicitation — which trusts
+  the client software to ask a person); default ``[admins]``;
 - ``timeout_s``: how long the call waits for a decision before it returns pending (default 0, at most 600);
 - ``when``: a JSON Schema; the approval is needed only for arguments that match it ("amount over 100");
 - ``reason``: shown to the approver.
@@ -17,7 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-DEFAULT_APPROVERS = ("caller", "admins")
+# Not the caller by default: its "yes" comes from the calling client software, which an agent holding the
+# caller's key can be.
+DEFAULT_APPROVERS = ("admins",)
 MAX_TIMEOUT_S = 600.0
 SETTING_KEYS = ("destructive", "ttl_s", "webhook")
 

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("gateway.approvals")
 
 POLL_S = 0.25  # how often a waiting call reads the shared state for a decision (a bounded wait, not a queue)
-SHOWN_ARGUMENTS = 2000  # characters of the arguments an elicitation shows the user
+SHOWN_ARGUMENTS = 2000  # characters of the arguments an elicitation shows; longer ones are not asked in-band
+MAX_ARGUMENT_BYTES = 16384  # arguments of a call that asks for an approval (each request keeps them)
 
 
 class ApprovalPending(ToolError):
@@ -39,6 +40,11 @@ class ApprovalDenied(ToolError):
 
 class ApprovalRefused(ToolError):
     outcome = "rejected"  # refused before it ran, as a rate limit refuses
+
+
+def needs_approval(tool: Tool, catalog: Catalog) -> bool:
+    """Whether calls of ``tool`` need an approval (some of them, with a ``when``)."""
+    return tool.memo(("approval", catalog.settings.approvals.destructive), lambda: _needed(tool, catalog))[0] is not None
 
 
 async def gate(catalog: Catalog, tool: Tool, arguments: dict[str, Any], context: CallContext) -> None:
@@ -58,6 +64,10 @@ async def gate(catalog: Catalog, tool: Tool, arguments: dict[str, Any], context:
         await approvals.forget(request)
         raise ApprovalDenied(_denied(tool, request))
     if request is None:
+        size = len(json.dumps(arguments, ensure_ascii=False, default=str).encode())
+        if size > MAX_ARGUMENT_BYTES:  # an approver must read what they approve; a request is kept in the state
+            raise ApprovalRefused(f"Tool '{tool.id}' needs a person's approval, and its arguments are too large to "
+                                  f"be shown to one ({size} bytes; at most {MAX_ARGUMENT_BYTES}).")
         shown = arguments if tool.definition.audit_arguments else None
         try:
             request = await approvals.open(tool.id, digest, shown, context.caller, context.user, approval.reason,
@@ -69,7 +79,7 @@ async def gate(catalog: Catalog, tool: Tool, arguments: dict[str, Any], context:
     if "caller" in approval.approvers:
         # A user who never answers holds the call no longer than the tool may run, or than it would wait anyway.
         asking_s = max(approval.timeout_s, tool.definition.timeout_s or catalog.settings.default_timeout_s)
-        answer = await _ask_caller(context, tool, arguments, approval, asking_s)
+        answer = await _ask_caller(context, tool, arguments, approval, asking_s, request.id)
         if answer is not None and await approvals.decide(request, answer, context.caller, "elicitation"):
             _tell(catalog, "approved" if answer else "denied", request, context.caller)
     if approval.timeout_s > 0 or "caller" in approval.approvers:
@@ -103,21 +113,26 @@ def _matches(when: Any, arguments: dict[str, Any]) -> bool:
 
 
 async def _ask_caller(context: CallContext, tool: Tool, arguments: dict[str, Any], approval: Approval,
-                      asking_s: float) -> bool | None:
+                      asking_s: float, approval_id: str) -> bool | None:
     """The calling client's user's answer (form elicitation) within ``asking_s``: True approves, False denies,
-    None when the client cannot ask, its user dismissed the question, or did not answer in time."""
-    shown = json.dumps(arguments, ensure_ascii=False, default=str)
+    None when the client cannot ask, its user dismissed the question, did not answer in time, or answered
+    another question (the answer names this approval: one sent for a question never asked is none).
+
+    Every argument is shown, in ASCII (no bidirectional or invisible character can hide part of it): arguments too
+    long to show whole are not asked in-band — the approver reads them out of band."""
+    shown = json.dumps(arguments, ensure_ascii=True, sort_keys=True, default=str)
     if len(shown) > SHOWN_ARGUMENTS:
-        shown = shown[:SHOWN_ARGUMENTS] + "…"
+        return None
+    field = f"approve_{approval_id}"
     reason = f" Why it needs one: {approval.reason}" if approval.reason else ""
     try:
         async with asyncio.timeout(asking_s):
             answer = await context.client.elicit(
                 f"Tool '{tool.id}' ({tool.definition.name}) asks to run with these arguments: {shown}.{reason} "
                 "Run it once?",
-                {"type": "object", "required": ["approve"],
-                 "properties": {"approve": {"type": "boolean", "title": "Run it once",
-                                            "description": f"Run {tool.id} with exactly these arguments"}}})
+                {"type": "object", "required": [field],
+                 "properties": {field: {"type": "boolean", "title": "Run it once",
+                                        "description": f"Run {tool.id} with exactly these arguments"}}})
     except ClientCannotAnswer:
         return None
     except TimeoutError:
@@ -131,7 +146,9 @@ async def _ask_caller(context: CallContext, tool: Tool, arguments: dict[str, Any
     if answer.get("action") != "accept":
         return None
     content = answer.get("content")
-    return isinstance(content, dict) and content.get("approve") is True
+    if not isinstance(content, dict) or not isinstance(content.get(field), bool):
+        return None
+    return content[field]
 
 
 async def _decided(approvals: Approvals, request: Request, timeout_s: float) -> Request:

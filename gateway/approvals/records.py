@@ -31,6 +31,7 @@ from ..state.base import SharedState
 
 PENDING, APPROVED, DENIED = "pending", "approved", "denied"
 OPEN_PER_CALLER = 100  # requests one caller may open per ttl_s
+OPEN_IN_ALL = 1000  # and all callers together
 LISTED = 500  # pending requests an admin listing shows, oldest first
 ID = re.compile(r"[A-Za-z0-9_-]{22}")  # what secrets.token_urlsafe(16) makes: anything else is no approval
 
@@ -57,7 +58,12 @@ class Request:
     decided_at: float | None = None
 
     def shown(self) -> dict[str, Any]:
-        return asdict(self)
+        """As an approver or the caller sees it: without the digest when the arguments are kept out of sight (a
+        digest of a PIN is the PIN, to whoever tries them all)."""
+        shown = asdict(self)
+        if self.arguments is None:
+            del shown["digest"]
+        return shown
 
 
 def call_digest(tool_id: str, arguments: Mapping[str, Any], caller: str | None, user: str | None) -> str:
@@ -80,10 +86,14 @@ class Approvals:
     async def open(self, tool_id: str, digest: str, arguments: Any, caller: str | None, user: str | None,
                    reason: str, approvers: list[str]) -> Request:
         """A new pending request; ``TooManyOpen`` when its caller opened ``OPEN_PER_CALLER`` within the last
-        ``ttl_s`` (a caller sending ever new arguments cannot fill the shared state)."""
+        ``ttl_s``, or all callers ``OPEN_IN_ALL`` (callers sending ever new arguments cannot fill the shared state,
+        nor bury a request in the admins' list)."""
         if await self.state.acquire(f"approval-opened:{caller or ''}", OPEN_PER_CALLER, self.ttl_s) > 0:
             raise TooManyOpen(f"{OPEN_PER_CALLER} approvals were asked for by this caller within {self.ttl_s:g} s; "
                               "wait for them to be decided or to expire")
+        if await self.state.acquire("approval-opened", OPEN_IN_ALL, self.ttl_s) > 0:  # many callers at once
+            raise TooManyOpen(f"{OPEN_IN_ALL} approvals were asked for within {self.ttl_s:g} s; wait for them to be "
+                              "decided or to expire")
         now = time.time()
         request = Request(secrets.token_urlsafe(16), tool_id, digest, caller, user, arguments, reason, approvers, now,
                           now + self.ttl_s)
@@ -134,5 +144,5 @@ class Approvals:
                       key=lambda r: r.created_at)[:LISTED]
 
     async def _save(self, request: Request) -> None:
-        await self.state.put(f"approval:{request.id}", json.dumps(request.shown(), default=str).encode(),
+        await self.state.put(f"approval:{request.id}", json.dumps(asdict(request), default=str).encode(),
                              max(1.0, request.expires_at - time.time()))

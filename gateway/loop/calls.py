@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..approvals.gate import gate, needs_approval
 from ..catalog.snapshot import Catalog
 from ..context import CallContext
 from ..errors import ArgumentsInvalid, ToolError
@@ -81,6 +82,25 @@ def plan(call: ToolCall, offer: Offer, calls: Counter[str], tool_format: str) ->
             return Answer(call, arguments, refusal=str(exc))
         return HandBack(call)
     return Answer(call, arguments, offered)
+
+
+async def approved(catalog: Catalog, plans: list[Answer | HandBack], offer: Offer,
+                   context: ContextFor) -> list[Answer | HandBack]:
+    """``plans`` with each hand-back of a gateway tool that needs a person's approval (``gateway.approvals``)
+    checked first, as ``invoke`` checks a call it runs: the caller only ever gets a call that was approved; one that
+    was not is answered to the model with why."""
+    checked: list[Answer | HandBack] = []
+    for item in plans:
+        offered = offer.tools.get(item.call.name) if isinstance(item, HandBack) else None
+        if offered is not None and needs_approval(offered.tool, catalog):
+            arguments = json.loads(item.call.arguments) if item.call.arguments.strip() else {}
+            try:
+                await gate(catalog, offered.tool, arguments, context(item.call.id, "client"))
+            except ToolError as exc:  # pending, denied, or refused: the model hears it; nothing is handed back
+                checked.append(Answer(item.call, arguments, refusal=str(exc)))
+                continue
+        checked.append(item)
+    return checked
 
 
 async def execute(catalog: Catalog, answers: list[Answer], max_parallel: int,

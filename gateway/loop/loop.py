@@ -36,7 +36,7 @@ from ..context import CallContext
 from ..errors import GatewayError
 from ..events import Activity, current_call
 from ..search.bounds import INLINE_TOOLS
-from .calls import Answer, HandBack, accept_results, execute, plan, tool_message, unique_ids
+from .calls import Answer, HandBack, accept_results, approved, execute, plan, tool_message, unique_ids
 from .config import LoopConfig
 from .handoff import Handoffs, last_user_index
 from .messages import ModelReply, ModelRequest, ProviderTimeout, Sleep, ToolCall
@@ -222,7 +222,8 @@ class Turn:
             if choice == "required" or isinstance(choice, Mapping):
                 choice = None  # forced for the first round only
             self.messages.append(reply.message())
-            plans = [plan(call, self.offer, self.calls, self.provider.tool_format) for call in reply.tool_calls]
+            plans = await approved(self.catalog, [plan(call, self.offer, self.calls, self.provider.tool_format)
+                                                  for call in reply.tool_calls], self.offer, self.context)
             answered = [p for p in plans if isinstance(p, Answer)]
             results = await execute(self.catalog, answered, self.loop.config.chat.max_parallel_tools, self.context)
             if answered:
