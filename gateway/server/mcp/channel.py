@@ -5,8 +5,10 @@ A call that may talk (``Tool.talks``) is answered as SSE when its client accepts
 2025-11-25 revision the same stream carries the server's requests, whose answers the client POSTs back. A call
 answered as JSON has no wire for any of it: its channel says nothing (a notification there would be taken for the
 call's answer), and a question is a ``ClientCannotAnswer`` error result at once. So is a question for a client that
-did not declare the capability, or a 2026-07-28 one (its single exchange carries no server request; the
-multi-round-trip ``input_required`` result is not offered).
+did not declare the capability. A 2026-07-28 call's single exchange carries no server request: its question ends the
+call with the multi-round-trip ``input_required`` result (``Rounds``), and the client calls again with the answer
+(matched by the question's order; ``requestState`` comes back from the client, unsigned, and is trusted as the
+client's own answers are).
 
 Log messages honour the session's ``logging/setLevel`` (``LogLevels``) and, on 2026-07-28, the request's own
 log-level opt-in (the SDK's ``allowed_log_levels``).
