@@ -137,8 +137,8 @@ class PersonConnect:
     async def _signed_in(self, flow: dict[str, Any], code: str, issuer: str | None) -> tuple[str, str]:
         """Who signed in at the identity provider: the access token its code is exchanged for, checked as every
         caller's is (``TokenRefused``)."""
-        from ..upstream.connections import checked_issuer
         from ..upstream.tokens import TokenRefused as CodeRefused
+        from ..upstream.tokens import checked_issuer
 
         provider = await self.sign_in.answer()
         checked_issuer(issuer, provider["issuer"], provider["authorization_response_iss_parameter_supported"])

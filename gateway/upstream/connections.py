@@ -16,8 +16,11 @@ upstream account to another person's calls.
 
 In one process a record read is remembered (for ``REVALIDATE_S``: the file may be replaced by a restore); in
 cluster mode each call reads it from Redis (one GET, well under a millisecond), so a connection ended at one
-replica ends at every replica at once. Two replicas refreshing one person's token at once are told apart by
-reading the record again when a refresh is refused (the other one's rotated token is there).
+replica ends at every replica at once. One replica at a time refreshes a person's token (a GCRA of one per
+``REFRESH_WAIT_S`` in the shared state): another that finds it expiring meanwhile waits for the rotated token
+instead of spending the same refresh token — which a server that revokes a reused one's whole family would answer
+by ending the connection. A refresh that is refused still reads the record again first (another one's rotated
+token may be there).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from cryptography.fernet import InvalidToken
 from .. import secrets as secret_store
 from ..state import SharedState
 from .oauth.store import EncryptedFileStore, Unreadable, fernet
-from .tokens import MARGIN_S, AuthSpec, TokenRefused, TokenSource, TokenUnavailable
+from .tokens import MARGIN_S, AuthSpec, TokenRefused, TokenSource, TokenUnavailable, checked_issuer
 
 if TYPE_CHECKING:
     import httpx
@@ -50,6 +53,8 @@ log = logging.getLogger("gateway.connections")
 FLOW_TTL_S = 600.0  # an authorization under way: the person has this long to come back
 RECORD_TTL_S = 400 * 86_400.0  # in the shared state: a connection unused this long is forgotten
 REVALIDATE_S = 10.0
+REFRESH_WAIT_S = 10.0  # how long a replica waits for another's refresh of the same token (then refreshes itself)
+REFRESH_POLL_S = 0.1
 MAX_REMEMBERED = 10_000
 PREFIX = "connection:"
 FLOW_PREFIX = "oauth-flow:"
@@ -240,6 +245,15 @@ class Connections:
     async def _refresh(self, source: TokenSource, client: httpx.AsyncClient, secret: str, who: str,
                        record: dict[str, Any], link: str) -> str:
         name = str(source.spec.connection)
+        if self.clustered:
+            elsewhere = await self._refreshed_elsewhere(name, who, record)
+            if elsewhere is not None:
+                if not elsewhere:
+                    raise NotConnected(f"the connection for '{name}' was ended meanwhile: open {link} to connect "
+                                       "again")
+                if time.time() < float(elsewhere["expires_at"]):
+                    return str(elsewhere["access_token"])
+                record = elsewhere  # refreshed there, and expired already: refreshed again with its rotated token
         form = {"grant_type": "refresh_token", "refresh_token": str(record["refresh_token"])}
         form |= {key: str(value) for key, value in (("scope", record.get("scope")),
                                                     ("resource", source.spec.resource)) if value}
@@ -261,6 +275,22 @@ class Connections:
                                      "refresh_token": issued.refresh_token or record["refresh_token"],
                                      "scope": issued.scope or record.get("scope"), "refreshed_at": time.time()})
         return issued.access_token
+
+    async def _refreshed_elsewhere(self, name: str, who: str, record: dict[str, Any]) -> dict[str, Any] | None:
+        """None when this replica is the one to refresh ``record`` now; else the record once another replica
+        refreshed it (``{}`` when the connection ended meanwhile), or None if it did not within the wait."""
+        wait = await self.state.acquire("refresh-" + self._key(name, who), 1, REFRESH_WAIT_S)
+        if wait <= 0:
+            return None
+        deadline = time.monotonic() + min(wait, REFRESH_WAIT_S)
+        while time.monotonic() < deadline:
+            await asyncio.sleep(REFRESH_POLL_S)
+            again = await self._load(name, who)
+            if again is None:
+                return {}
+            if again.get("refresh_token") != record.get("refresh_token"):
+                return again
+        return None
 
     # -- connecting, and ending a connection ---------------------------------------------------------------------
 
@@ -371,18 +401,3 @@ def _client_secret(spec: AuthSpec) -> str:
         return secret_store.resolve([spec.secret_name])[spec.secret_name]
     except secret_store.SecretsMissing as exc:
         raise TokenUnavailable(str(exc)) from None
-
-
-def checked_issuer(named: str | None, expected: str | None, required: bool) -> None:
-    """RFC 9207: an authorization answer that names its issuer names the one asked (a mix-up attack sends the
-    code of another server's answer); one that must name it does. ``TokenRefused`` says which was not so."""
-    if expected is None:
-        return
-    if named is None:
-        if required:
-            raise TokenRefused(f"the authorization server's answer does not name its issuer ({expected} says it "
-                               "always does)")
-        return
-    if named.rstrip("/") != expected.rstrip("/"):
-        raise TokenRefused(f"the authorization answer names another issuer than {expected}")
-

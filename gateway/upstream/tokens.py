@@ -222,3 +222,18 @@ def _issued(endpoint: str, status: int, body: bytes, started: float) -> Issued:
     return Issued(token, started + float(lifetime),
                   refresh if isinstance(refresh, str) and refresh and len(refresh) <= MAX_ANSWER_BYTES else None,
                   scope[:4096] if isinstance(scope, str) else None)
+
+
+def checked_issuer(named: str | None, expected: str | None, required: bool) -> None:
+    """RFC 9207: an authorization answer that names its issuer names the one asked (a mix-up attack sends the
+    code of another server's answer); one that must name it does. ``TokenRefused`` says which was not so."""
+    if expected is None:
+        return
+    if named is None:
+        if required:
+            raise TokenRefused(f"the authorization server's answer does not name its issuer ({expected} says it "
+                               "always does)")
+        return
+    if named.rstrip("/") != expected.rstrip("/"):
+        raise TokenRefused(f"the authorization answer names another issuer than {expected}")
+

@@ -70,6 +70,7 @@ class Issuer:
     refresh_tokens: dict[str, dict[str, str]] = field(default_factory=dict)  # the live ones (rotated on use)
     revoked: list[str] = field(default_factory=list)
     outage: bool = False  # the refresh grant answers 503 temporarily_unavailable
+    refresh_delay_s: float = 0.0  # the refresh grant answers this late (the token it took is rotated at once)
 
     def token(self, *, sub: str = "alice", audience: str | list[str] = "", scope: str = "", key: SigningKey | None = None,
               lifetime_s: float = 300, header: dict[str, Any] | None = None, **claims: Any) -> str:
@@ -134,7 +135,10 @@ class Issuer:
             if not public and self.clients.get(client_id) != secret:
                 return JSONResponse({"error": "invalid_client", "error_description": "unknown client"}, 401)
             if form.get("grant_type") in ("authorization_code", "refresh_token"):
-                return self._code_or_refresh(form, client_id)
+                answer = self._code_or_refresh(form, client_id)
+                if form.get("grant_type") == "refresh_token":
+                    await asyncio.sleep(self.refresh_delay_s)
+                return answer
             if public:
                 return JSONResponse({"error": "unauthorized_client"}, 400)
             audience = form.get("audience") or form.get("resource") or ""

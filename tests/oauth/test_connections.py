@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -328,6 +329,33 @@ def test_in_a_cluster_a_connection_made_at_one_replica_serves_the_others(issuer,
             assert httpx.delete(f"{second}/oauth/connections/crm", headers=bearer(alice)).status_code == 204
             assert "alice has not connected" in _call(first, alice)["text"]
     finally:
+        redis.stop()
+
+
+def test_in_a_cluster_one_replica_refreshes_a_token_and_the_other_waits_for_it(issuer, crm, world, tmp_path):
+    """Two replicas find alice's token expiring at the same moment, and the CRM rotates refresh tokens (a used one
+    is refused) and answers a refresh a second late: the second replica waits for the first one's rotated token
+    instead of spending the same refresh token — which would be refused, and end alice's connection."""
+    _api, definitions = world
+    redis = RedisServer(tmp_path)
+    redis.start()
+    crm.lifetime_s = 20  # within the gateway's margin: every call refreshes first
+    try:
+        cluster = {"cluster": {"redis_url": redis.url}}
+        with gateway(issuer, definitions, **cluster) as first, gateway(issuer, definitions, **cluster) as second:
+            alice = issuer.token(sub="alice", audience=AUDIENCE, scope="tools")
+            connect(_link(_call(first, alice)["text"], first), issuer, crm, "alice", "alice@crm")
+            before = len(crm.grants)
+            crm.refresh_delay_s = 1.0
+            with ThreadPoolExecutor(2) as pool:
+                answers = list(pool.map(lambda url: _call(url, alice), [first, second]))
+            assert [(a.get("result") or {}).get("account") for a in answers] == ["alice@crm"] * 2, answers
+            refreshes = [g for g in crm.grants[before:] if g["grant_type"] == "refresh_token"]
+            assert len(refreshes) == 1, refreshes
+            crm.refresh_delay_s = 0.0
+            assert _call(second, alice)["result"]["account"] == "alice@crm"  # still connected
+    finally:
+        crm.lifetime_s, crm.refresh_delay_s = 300, 0.0
         redis.stop()
 
 
