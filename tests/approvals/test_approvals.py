@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import httpx
 import httpx2
+import jsonschema
 import mcp_types
 import pytest
 from mcp import Client
@@ -20,7 +21,8 @@ from mcp.client.streamable_http import streamable_http_client
 from support import running
 
 from gateway.approvals.config import ApprovalSettings
-from gateway.settings import ApiKey, hash_key
+from gateway.server.rest.openapi import document
+from gateway.settings import ApiKey, Settings, hash_key
 
 AGENT, OPS, ADMIN, OTHER = "agent-key-for-tests", "ops-key-for-tests", "admin-key-for-tests", "other-key-for-tests"
 KEYS = (ApiKey("agent", hash_key(AGENT)), ApiKey("ops", hash_key(OPS)), ApiKey("admin", hash_key(ADMIN), admin=True),
@@ -107,8 +109,13 @@ def decide(url: str, approval_id: str, decision: str, key: str) -> httpx.Respons
 
 
 def pending(response: httpx.Response) -> str:
+    """The approval id of a call answered pending — 202, as the served OpenAPI document describes it."""
     assert response.status_code == 202, response.text
     body = response.json()
+    described = document(Settings())
+    answer = described["paths"]["/tools/{tool_id}/call"]["post"]["responses"]["202"]
+    jsonschema.validate(body, {**answer["content"]["application/json"]["schema"],
+                               "components": described["components"]})
     assert body["is_error"] and "needs a person's approval" in body["text"], body
     assert response.headers["location"] == f"/approvals/{body['approval']['id']}"
     return body["approval"]["id"]

@@ -118,6 +118,10 @@ def _paths(settings: Settings) -> dict[str, Any]:
             "responses": {
                 "200": _json(_ref("ToolResult"), "The call ran: argument and tool failures are results with "
                                                  "is_error set, never HTTP errors."),
+                "202": _json(_ref("ToolResult"), "The call did not run: it waits for a person's approval (its "
+                                                 "approval member; Location is where it is decided). The same "
+                                                 "call, made again once approved, runs once.",
+                             {"Location": {"description": "/approvals/{id}", "schema": {"type": "string"}}}),
                 **_errors(400, *auth, 404, 413, *GUARDED)}}},
         "/admin/reload": {"post": {
             "summary": "Reload the definitions now", "operationId": "reload",
@@ -200,7 +204,11 @@ def _schemas() -> dict[str, Any]:
                         "description": "The MCP content blocks (text, image, audio, resource, resource_link) as the "
                                        "tool answered them; only for a tool that answers with them (an upstream "
                                        "MCP tool's)."},
-            "truncated": boolean}},
+            "truncated": boolean,
+            "approval": {"type": "object", "required": ["id", "status", "expires_at", "url"],
+                         "description": "A call waiting for a person's approval (HTTP 202).",
+                         "properties": {"id": string, "status": {"const": "pending"},
+                                        "expires_at": {"type": "number"}, "url": string}}}},
         "ChatMessage": {"type": "object", "required": ["role"], "properties": {
             "role": {"enum": sorted(ROLES)}, "content": {"type": ["string", "array", "null"]},
             "tool_call_id": string, "name": string}},
