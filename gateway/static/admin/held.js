@@ -8,20 +8,26 @@ import {codeBlock, h, table} from "./dom.js";
 const SERVED = {as_locked: "served as locked", no: "not served"};
 const FOCUSABLE = {tabindex: "0"};
 
+// What the last approval did, said by the page drawn again after it (the drawing replaces this section).
+let notice = "";
+
 export function heldSection(held, reload) {
-  if (!held.length) return null;
-  const status = h("p.tally", {role: "status"});
+  const said = notice;
+  notice = "";
+  if (!held.length) return said ? h("p.tally", {role: "status"}, said) : null;
+  const status = h("p.tally", {role: "status"}, said);
   const approve = async (tool, button) => {
     if (!confirm(`Approve ${tool.tool} as it is now? The model will read its new text and schema.`)) return;
     button.disabled = true;
     try {
       await post(`/admin/api/held/${encodeURIComponent(tool.tool)}`, {digest: tool.digest});
-      status.textContent = `Approved ${tool.tool}: recorded in tools.lock.json, served as it is now.`;
-      await reload();
     } catch (error) {
       button.disabled = false;
       status.textContent = describe(error);
+      return;
     }
+    notice = `Approved ${tool.tool}: recorded in tools.lock.json, served as it is now.`;
+    await reload();
   };
   return h("section", {"aria-labelledby": "held-heading"},
     h("h2#held-heading", "Held by the lock file"),
