@@ -29,6 +29,11 @@ class ClientCannotAnswer(ToolError):
         super().__init__(f"The calling client cannot answer {what}{why}.")
 
 
+class QuestionAsked(ToolError):
+    """A question that ends this round of the call (MCP 2026-07-28's ``input_required``): the client answers it and
+    calls again, and the question is asked again then, answered. Not a failure to answer: let it through."""
+
+
 class ClientChannel:
     """The channel of a caller that hears nothing and answers nothing (see the module's docstring).
 

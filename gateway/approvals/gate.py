@@ -9,7 +9,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..client_channel import ClientCannotAnswer
+from ..client_channel import ClientCannotAnswer, QuestionAsked
 from ..errors import ToolError
 from ..schema.published import compile_validator
 from .config import Approval, required
@@ -135,6 +135,8 @@ async def _ask_caller(context: CallContext, tool: Tool, arguments: dict[str, Any
                                         "description": f"Run {tool.id} with exactly these arguments"}}})
     except ClientCannotAnswer:
         return None
+    except QuestionAsked:  # this round ends with the question; the call comes back with the answer
+        raise
     except TimeoutError:
         log.info("approval of %s: the calling client's user did not answer within %g s", tool.id, asking_s)
         return None

@@ -29,7 +29,7 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from ...client_channel import LOG_LEVELS, ClientCannotAnswer, ClientChannel
+from ...client_channel import LOG_LEVELS, ClientCannotAnswer, ClientChannel, QuestionAsked
 from ...errors import ToolError
 
 MAX_REQUEST_STATE = 262_144  # characters of requestState read back (the answers of earlier rounds); past it, none
@@ -109,7 +109,7 @@ class McpChannel(ClientChannel):
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
-class InputRequired(ToolError):
+class InputRequired(QuestionAsked):
     """A 2026-07-28 call's question: the call ends, answered ``input_required`` (``Rounds.result``)."""
 
 
