@@ -127,6 +127,19 @@ def test_a_broken_lock_file_fails_the_reload_and_the_served_catalog_stays(root):
         assert call(served.url, "add", {"a": 1, "b": 2}).json()["result"] == {"result": 3.0}
 
 
+@pytest.mark.parametrize(("entry", "said"), [
+    ({"digest": "sha256:x"}, "has no digest and shape"),
+    ({"digest": "sha256:x", "shape": "sha256:y", "content": {"name": "add"}}, "has no content of exactly"),
+    ("add", "has no digest and shape"),
+])
+def test_a_hand_edited_entry_that_is_not_what_lock_writes_fails_the_reload_naming_the_tool(root, entry, said):
+    with upstream_at(root, trusted()), running(root) as served:
+        (root / "tools.lock.json").write_text(json.dumps({"version": 1, "tools": {"add": entry}}), encoding="utf-8")
+        outcome = httpx.post(f"{served.url}/admin/reload", auth=CONSOLE, timeout=60).json()
+        assert not outcome["ok"] and f"the entry of tool 'add' {said}" in json.dumps(outcome), outcome
+        assert call(served.url, "add", {"a": 1, "b": 2}).json()["result"] == {"result": 3.0}
+
+
 def test_lock_tool_naming_nothing_is_an_error(root, capsys):
     with upstream_at(root, trusted()):
         assert main(["lock", str(root), "--tool", "nope"]) == 1

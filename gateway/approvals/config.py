@@ -20,7 +20,6 @@ from typing import Any
 # Not the caller by default: its "yes" comes from the calling client software, which an agent holding the
 # caller's key can be.
 DEFAULT_APPROVERS = ("admins",)
-MAX_TIMEOUT_S = 600.0
 SETTING_KEYS = ("destructive", "ttl_s", "webhook")
 
 

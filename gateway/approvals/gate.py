@@ -18,6 +18,7 @@ from .records import APPROVED, DENIED, PENDING, Approvals, Request, TooManyOpen,
 if TYPE_CHECKING:
     from ..catalog.snapshot import Catalog, Tool
     from ..context import CallContext
+    from ..events import EventBus
 
 log = logging.getLogger("gateway.approvals")
 
@@ -44,12 +45,12 @@ class ApprovalRefused(ToolError):
 
 def needs_approval(tool: Tool, catalog: Catalog) -> bool:
     """Whether calls of ``tool`` need an approval (some of them, with a ``when``)."""
-    return tool.memo(("approval", catalog.settings.approvals.destructive), lambda: _needed(tool, catalog))[0] is not None
+    return _needed(tool, catalog)[0] is not None
 
 
 async def gate(catalog: Catalog, tool: Tool, arguments: dict[str, Any], context: CallContext) -> None:
     """Return when the call may run; raise ``ApprovalPending`` or ``ApprovalDenied`` when it may not."""
-    approval, when = tool.memo(("approval", catalog.settings.approvals.destructive), lambda: _needed(tool, catalog))
+    approval, when = _needed(tool, catalog)
     if approval is None or (when is not None and not _matches(when, arguments)):
         return
     approvals = Approvals(catalog.state, catalog.settings.approvals.ttl_s)
@@ -57,7 +58,7 @@ async def gate(catalog: Catalog, tool: Tool, arguments: dict[str, Any], context:
     request = await approvals.of_call(digest)
     if request is not None and request.status == APPROVED:
         if await approvals.use(request):
-            _tell(catalog, "used", request, context.caller)
+            tell(catalog.events, "used", request, context.caller)
             return
         request = None  # another call took it meanwhile: this one asks anew
     if request is not None and request.status == DENIED:
@@ -75,17 +76,17 @@ async def gate(catalog: Catalog, tool: Tool, arguments: dict[str, Any], context:
         except TooManyOpen as exc:
             raise ApprovalRefused(f"Tool '{tool.id}' needs a person's approval, and none was asked for: {exc}.") \
                 from None
-        _tell(catalog, "requested", request, context.caller)
+        tell(catalog.events, "requested", request, context.caller)
     if "caller" in approval.approvers:
         # A user who never answers holds the call no longer than the tool may run, or than it would wait anyway.
         asking_s = max(approval.timeout_s, tool.definition.timeout_s or catalog.settings.default_timeout_s)
         answer = await _ask_caller(context, tool, arguments, approval, asking_s, request.id)
         if answer is not None and await approvals.decide(request, answer, context.caller, "elicitation"):
-            _tell(catalog, "approved" if answer else "denied", request, context.caller)
+            tell(catalog.events, "approved" if answer else "denied", request, context.caller)
     if approval.timeout_s > 0 or "caller" in approval.approvers:
         request = await _decided(approvals, request, approval.timeout_s)
     if request.status == APPROVED and await approvals.use(request):
-        _tell(catalog, "used", request, context.caller)
+        tell(catalog.events, "used", request, context.caller)
         return
     if request.status == DENIED:
         await approvals.forget(request)
@@ -98,8 +99,12 @@ async def gate(catalog: Catalog, tool: Tool, arguments: dict[str, Any], context:
 
 
 def _needed(tool: Tool, catalog: Catalog) -> tuple[Approval | None, Any]:
-    own = required(tool.definition, catalog.settings.approvals)
-    return own, (compile_validator(own.when) if own is not None and own.when is not None else None)
+    """The approval ``tool`` needs and its ``when`` compiled, once per tool (and setting)."""
+    def compute() -> tuple[Approval | None, Any]:
+        own = required(tool.definition, catalog.settings.approvals)
+        return own, (compile_validator(own.when) if own is not None and own.when is not None else None)
+
+    return tool.memo(("approval", catalog.settings.approvals.destructive), compute)
 
 
 def _matches(when: Any, arguments: dict[str, Any]) -> bool:
@@ -170,8 +175,8 @@ def _denied(tool: Tool, request: Request) -> str:
            "not run."
 
 
-def _tell(catalog: Catalog, action: str, request: Request, caller: str | None) -> None:
-    catalog.events.emit("approval", action=action, caller=caller,
-                        detail={"id": request.id, "tool": request.tool, "by": request.by, "via": request.via,
-                                "call_sha256": request.digest, "reason": request.reason,
-                                "expires_at": request.expires_at})
+def tell(events: EventBus, action: str, request: Request, caller: str | None) -> None:
+    """The ``approval`` event of ``action`` on ``request`` (the audit trail, the metrics, the webhook hear it)."""
+    events.emit("approval", action=action, caller=caller,
+                detail={"id": request.id, "tool": request.tool, "by": request.by, "via": request.via,
+                        "call_sha256": request.digest, "reason": request.reason, "expires_at": request.expires_at})

@@ -128,4 +128,3 @@ def _checked(executor: Executor, tool: Tool) -> Executor:
         return await executor(arguments, context)
 
     return checked
-

@@ -58,10 +58,14 @@ def lock(catalog: Catalog) -> dict[str, Any]:
 
 
 def entry(tool: Tool, plugin: str | None) -> dict[str, Any]:
-    """What the lock records of ``tool`` (of a source, or of ``plugin``)."""
-    seen = content(tool)
-    return {"source": tool.definition.source, "plugin": plugin, "digest": digest(seen),
-            "shape": digest({name: seen[name] for name in SHAPE}), "content": seen}
+    """What the lock records of ``tool`` (of a source, or of ``plugin``): made once per tool — a serving gateway
+    compares every build with the lock, and a reload reuses the tools that did not change. Never modify it."""
+    def make() -> dict[str, Any]:
+        seen = content(tool)
+        return {"source": tool.definition.source, "plugin": plugin, "digest": digest(seen),
+                "shape": digest({name: seen[name] for name in SHAPE}), "content": seen}
+
+    return tool.memo(("lock.entry", plugin), make)
 
 
 def write(path: Path, document: dict[str, Any]) -> None:
@@ -119,12 +123,35 @@ def approved(locked: dict[str, Any], fresh: dict[str, Any], tool_ids: list[str])
 
 
 def read(text: str) -> dict[str, Any]:
-    """A lock document from its text; ``ValueError`` says why it is not one."""
+    """A lock document from its text; ``ValueError`` says why it is not one, naming the tool whose entry is not
+    what ``lock`` writes (a serving gateway serves what an entry says: a hand-edited one is checked whole)."""
     document = json.loads(text)
     if not isinstance(document, dict) or document.get("version") != VERSION or \
             not isinstance(document.get("tools"), dict):
         raise ValueError(f"not a version {VERSION} lock file (write it again with `tool-gateway lock`)")
+    for tool_id, entry in document["tools"].items():
+        wrong = _misshapen(entry)
+        if wrong:
+            raise ValueError(f"the entry of tool '{tool_id}' {wrong} (write it again with `tool-gateway lock --tool "
+                             f"{tool_id}`)")
     return document
+
+
+def _misshapen(entry: Any) -> str:
+    """What is wrong with one tool's entry, or ""."""
+    if not isinstance(entry, dict) or not all(isinstance(entry.get(key), str) for key in ("digest", "shape")):
+        return "has no digest and shape"
+    seen = entry.get("content")
+    if not isinstance(seen, dict) or set(seen) != set(FIELDS):
+        return f"has no content of exactly {', '.join(FIELDS)}"
+    if not all(isinstance(seen[key], str) for key in ("name", "user_description", "ai_description")):
+        return "has a name or description that is not text"
+    if not isinstance(seen["input_schema"], dict) or seen["input_schema"].get("type") != "object":
+        return "has an input_schema that is not an object schema"
+    if not (seen["output_schema"] is None or isinstance(seen["output_schema"], dict)) or \
+            not isinstance(seen["annotations"], dict) or not isinstance(seen["binding"], dict):
+        return "has an output_schema, annotations or binding of the wrong type"
+    return ""
 
 
 def dumps(document: dict[str, Any]) -> str:

@@ -236,4 +236,3 @@ def checked_issuer(named: str | None, expected: str | None, required: bool) -> N
         return
     if named.rstrip("/") != expected.rstrip("/"):
         raise TokenRefused(f"the authorization answer names another issuer than {expected}")
-

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ...approvals.gate import tell
 from ...approvals.records import PENDING, Approvals
 from ...approvals.records import Request as ApprovalRequest
 from ...errors import BadRequest, Forbidden
@@ -70,9 +71,7 @@ class ApprovalsApi:
             raise Forbidden(f"Not an approver of this call (approvers: {', '.join(found.approvers)}).")
         if found.status != PENDING or not await self.approvals.decide(found, DECISIONS[decision], caller.name, "api"):
             return error_response(409, "This approval was decided already.")
-        self.gateway.events.emit("approval", action="approved" if DECISIONS[decision] else "denied",
-                                 caller=caller.name, detail={"id": found.id, "tool": found.tool, "by": caller.name,
-                                                             "via": "api", "call_sha256": found.digest})
+        tell(self.gateway.events, "approved" if DECISIONS[decision] else "denied", found, caller.name)
         return json_response(found.shown())
 
     async def _caller(self, request: Request) -> Caller:
