@@ -29,7 +29,6 @@ import asyncio
 import json
 import math
 import os
-import re
 import resource
 import shutil
 import statistics
@@ -44,7 +43,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_serving import ARGUMENTS, LEGACY, MODERN, Server
 from generate import generate
-from server_processes import cpu_seconds, free_port, spawn_gateway, stop, wait_healthy
+from server_processes import cpu_seconds, free_port, spawn_gateway, stop, wait_healthy, wrk_requests
 
 PROBE = r'''
 import json, resource, sys, time
@@ -215,28 +214,6 @@ def reload(sizes: list[int], tmp: Path, edits: int = 5) -> None:
               f"{row['served_ms'] / floor:.1f}x the notice (target < {target} ms)")
 
 
-WRK_SCRIPT = """
-wrk.method = "POST"
-wrk.body = {body}
-wrk.headers["Content-Type"] = "application/json"
-{headers}
-"""
-
-
-def _wrk(port: int, path: str, body: dict, headers: dict[str, str], duration: float, tmp: Path) -> int:
-    """Requests answered in one wrk round of ``duration`` seconds (16 connections; wrk pinned to the last CPU)."""
-    script = tmp / "wrk.lua"
-    lines = "\n".join(f"wrk.headers[{json.dumps(k)}] = {json.dumps(v)}" for k, v in headers.items())
-    script.write_text(WRK_SCRIPT.format(body=json.dumps(json.dumps(body)), headers=lines))
-    cpus = sorted(os.sched_getaffinity(0))
-    pin = ["taskset", "-c", str(cpus[-1])] if len(cpus) > 1 and shutil.which("taskset") else []
-    out = subprocess.run([*pin, "wrk", "-t1", "-c16", f"-d{duration:g}s", "-s", str(script),
-                          f"http://127.0.0.1:{port}{path}"], check=True, capture_output=True, text=True).stdout
-    if "Non-2xx" in out:
-        raise SystemExit(f"errors from {path}: {out}")
-    return int(re.search(r"(\d+) requests in", out).group(1))
-
-
 def _session(port: int) -> str:
     accept = {"Accept": "application/json, text/event-stream"}
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -289,7 +266,7 @@ def calls(duration: float, rounds: int, tmp: Path) -> None:
             this_round = {}
             for name, (server, path, body, headers) in rows.items():
                 cpu = server.cpu_seconds()
-                answered = _wrk(server.port, path, body, headers, duration, tmp)
+                answered = wrk_requests(server.port, path, body, headers, duration, tmp)
                 per_s[name] = max(per_s[name], answered / duration)
                 this_round[name] = answered / max(server.cpu_seconds() - cpu, 1e-9)
                 per_cpu[name] = max(per_cpu[name], this_round[name])

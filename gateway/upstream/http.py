@@ -17,6 +17,7 @@ a new class fails that test instead of surfacing as "internal error".
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import random
 import socket
@@ -26,9 +27,12 @@ from typing import Any
 
 import httpx
 
+from . import h1
+
 UPSTREAM_EXCEPTIONS: tuple[type[Exception], ...] = (httpx.HTTPError, httpx.InvalidURL, httpx.CookieConflict,
                                                     httpx.StreamError)
 _RETRY_HINT = "; retrying later may help"
+DEFAULT_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20)  # httpx's own defaults
 
 # Every exception class httpx defines -> what it means for the call, for the LLM and whoever reads traces.
 MESSAGES: dict[type[Exception], str] = {
@@ -88,9 +92,48 @@ class _NoCookies(CookiePolicy):
         return False
 
 
-def new_client(**options: Any) -> httpx.AsyncClient:
-    """An ``AsyncClient`` for upstream calls: it follows no redirect by itself and keeps no cookie."""
-    return httpx.AsyncClient(follow_redirects=False, cookies=CookieJar(policy=_NoCookies()), **options)
+def new_client(limits: httpx.Limits = DEFAULT_LIMITS, tls: httpx.AsyncBaseTransport | None = None,
+               **options: Any) -> httpx.AsyncClient:
+    """An ``AsyncClient`` for upstream calls: it follows no redirect by itself, keeps no cookie, and sends plain
+    http on ``PlainTransport`` (a proxy the environment names for a host still takes that host's requests), the
+    rest on ``tls`` (by default httpx's transport with ``limits``)."""
+    transport = PlainTransport(tls or httpx.AsyncHTTPTransport(limits=limits), limits)
+    return httpx.AsyncClient(follow_redirects=False, cookies=CookieJar(policy=_NoCookies()), transport=transport,
+                             **options)
+
+
+class PlainTransport(httpx.AsyncBaseTransport):
+    """Plain ``http://`` on ``h1``'s pool (a fraction of httpcore's CPU a request); https, and anything else, on
+    ``tls`` (httpx's own transport). ``limits`` bound both: connections open at once, and kept idle, per kind."""
+
+    def __init__(self, tls: httpx.AsyncBaseTransport, limits: httpx.Limits):
+        self.tls = tls
+        self.slots = asyncio.Semaphore(limits.max_connections or 1_000_000)
+        self.max_idle = limits.max_keepalive_connections if limits.max_keepalive_connections is not None else 20
+        self.origins: dict[tuple[str, int], h1.Origin] = {}
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        if url.scheme != "http":
+            return await self.tls.handle_async_request(request)
+        key = (url.host, url.port or 80)
+        origin = self.origins.get(key)
+        if origin is None:
+            # One per host:port a tool (or a redirect it may follow) names: the definitions bound how many.
+            origin = self.origins[key] = h1.Origin(httpx, *key, self.slots, self.max_idle)
+        timeouts = h1.Timeouts(**request.extensions.get("timeout", {}))
+        body = b"".join([chunk async for chunk in request.stream])  # type: ignore[union-attr]
+        head, connection = await origin.send(request.method.encode(), url.raw_path, request.headers.raw, body,
+                                             timeouts)
+        return httpx.Response(head.status_code, headers=list(head.headers),
+                              stream=origin.body(connection, timeouts.read),
+                              extensions={"http_version": b"HTTP/1.1", "reason_phrase": head.reason})
+
+    async def aclose(self) -> None:
+        for origin in self.origins.values():
+            origin.close()
+        self.origins.clear()
+        await self.tls.aclose()
 
 
 def describe(exc: Exception, url: httpx.URL, timeout_s: float | None = None) -> str:

@@ -154,7 +154,7 @@ def test_a_call_cancelled_while_its_answer_is_half_read_does_not_give_the_connec
         async with serving(handler) as url, fast_call(url) as fast:
             with pytest.raises(TimeoutError):
                 await asyncio.wait_for(fast.call("t", {}), 0.2)
-            assert not fast.wire.idle
+            assert not fast.wire.origin.idle
             assert (await fast.call("t", {}))["answer"] == "real"
             assert len(connections) == 2
 
@@ -212,7 +212,7 @@ def test_malformed_or_endless_http_is_an_error_not_a_hang_or_unbounded_buffer(an
         async with serving(handler) as url, fast_call(url) as fast:
             with pytest.raises(MCPError):
                 await fast.call("t", {})
-            assert not fast.wire.idle
+            assert not fast.wire.origin.idle
 
     run(scenario())
 
@@ -332,7 +332,7 @@ def test_an_event_stream_of_notifications_that_never_answers_ends_at_the_deadlin
         async with serving(handler) as url, fast_call(url) as fast:
             with pytest.raises(TimeoutError):
                 await asyncio.wait_for(fast.call("t", {}), 1)
-            assert not fast.wire.idle
+            assert not fast.wire.origin.idle
 
     run(scenario())
 
@@ -444,7 +444,7 @@ def test_a_call_that_ends_after_its_session_closed_does_not_keep_its_connection(
             await asyncio.sleep(0.1)  # the request is on its way
             fast.close()
             assert (await call)["answer"] == "real"
-            assert not fast.wire.idle
+            assert not fast.wire.origin.idle
 
     run(scenario())
 

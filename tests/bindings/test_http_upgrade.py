@@ -94,7 +94,7 @@ async def test_http_to_https_upgrade_keeps_secret_headers(upstream, build_tools,
     transport._pool = httpcore.AsyncConnectionPool(ssl_context=context, network_backend=_Port443To(port))
     http = {"url": upstream.at("/redirect?to=https://127.0.0.1/headers"),
             "headers": {"X-Key": "{{ secrets.HTTP_UPGRADE_TOKEN }}", "X-Plain": "kept"}}
-    async with new_client(transport=transport) as client:
+    async with new_client(tls=transport) as client:
         catalog = build_tools(http_tool(http), client=client)
         result = await invoke(catalog, "t")
     assert not result.is_error, result.text
