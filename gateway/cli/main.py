@@ -46,6 +46,7 @@ GLOBAL_TITLE = "global options (before or after the command)"
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what a worker of `serve --workers N` runs again
     try:
         return args.run(args)
     except DefinitionsInvalid as exc:
@@ -77,6 +78,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="do not watch the definitions for changes")
     serve.add_argument("--reload-poll", action="store_const", const=True,
                        help="watch by polling (for NFS and mounts without inotify)")
+    serve.add_argument("--workers", type=_positive, default=1, metavar="N",
+                       help="serve from N processes on one port, each a replica (N > 1 needs cluster.redis_url)")
     serve.set_defaults(run=_serve)
 
     validate = command("validate", help="check definitions; print every problem as file:line:col")
@@ -360,11 +363,29 @@ def _test(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from ..server.app import serve
+    from ..observe.logs import configure_logging
+    from ..server import workers
+    from ..server.app import GRACEFUL_SHUTDOWN_S, bind_host, serve
 
     settings = _settings(args, host=args.host, port=args.port, reload=args.reload, reload_poll=args.reload_poll)
+    if args.workers > 1 and workers.worker_label() is None:  # the supervisor; each worker serves as one process
+        try:
+            workers.check(args.workers, settings)
+        except workers.NeedsSharedState as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        configure_logging(settings)
+        return workers.Supervisor(args.workers, bind_host(settings), settings.port, args.argv,
+                                  GRACEFUL_SHUTDOWN_S).run()
     serve(settings)
     return 0
+
+
+def _positive(text: str) -> int:
+    number = int(text)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {number}")
+    return number
 
 
 def _status(args: argparse.Namespace) -> int:

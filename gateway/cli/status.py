@@ -78,7 +78,8 @@ def report(body: dict[str, Any], url: str, *, cluster: bool) -> tuple[list[str],
     for replica in replicas:
         seen = now - float(replica.get("at", now))
         mark = "*" if replica.get("id") == view.get("replica") else " "
-        lines.append(f" {mark} {replica.get('id')}  version {replica.get('version')}  {replica.get('tools')} tool(s)  "
+        worker = f"  worker {replica['worker']} of pid {replica.get('supervisor_pid')}" if "worker" in replica else ""
+        lines.append(f" {mark} {replica.get('id')}{worker}  version {replica.get('version')}  {replica.get('tools')} tool(s)  "
                      f"last reload {'ok' if replica.get('last_reload_ok') else 'FAILED'}  "
                      f"heartbeat {max(seen, 0):.1f} s ago")
     return lines, same and not degraded

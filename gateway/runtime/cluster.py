@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("gateway.cluster")
 REPLICAS = "replica:"
 DEFAULT_HEARTBEAT_S = 2.0
+WORKER_ENV = "TOOL_GATEWAY_WORKER"  # "index/count": this replica is a worker of `serve --workers N`
 
 
 class Served(Protocol):
@@ -72,12 +73,16 @@ class Replicas:
         self.started = time.time()
         self.health = Health()
         self.misshapen = Misshapen(log)
+        self.worker = os.environ.get(WORKER_ENV)  # "index/count", set by the supervisor of `serve --workers N`
 
     def record(self) -> dict[str, Any]:
         last = self.gateway.last_reload
-        return {"id": self.id, "pid": os.getpid(), "host": socket.gethostname(), "started": self.started,
-                "at": time.time(), "version": self.gateway.catalog.version, "tools": len(self.gateway.catalog.tools),
-                "last_reload_ok": last.ok}
+        record = {"id": self.id, "pid": os.getpid(), "host": socket.gethostname(), "started": self.started,
+                  "at": time.time(), "version": self.gateway.catalog.version, "tools": len(self.gateway.catalog.tools),
+                  "last_reload_ok": last.ok}
+        if self.worker is not None:  # one of `serve --workers N`: which, and its supervisor's process
+            record |= {"worker": self.worker, "supervisor_pid": os.getppid()}
+        return record
 
     async def beat(self) -> None:
         try:

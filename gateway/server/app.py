@@ -28,7 +28,7 @@ from ..runtime.gateway import Gateway
 from ..runtime.reload import reloading
 from ..settings import Settings
 from ..upstream.address import served_host
-from . import chat, client, demo_api, landing, metrics, oauth_client
+from . import chat, client, demo_api, landing, metrics, oauth_client, workers
 from .admin import surface as admin
 from .http.connections import server_config
 from .http.errors import EXCEPTION_HANDLERS
@@ -102,7 +102,9 @@ def serve(settings: Settings) -> None:
                            access_log=settings.log_level.lower() == "debug", lifespan="on",
                            # A request in flight (an /admin/reload waiting on a stuck build) must not hold SIGTERM.
                            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
-    _Server(config, gateway).run()
+    listener = workers.worker_socket()  # a worker of `serve --workers N`: the supervisor's socket, shared
+    workers.tell_ready()
+    _Server(config, gateway).run(sockets=[listener] if listener is not None else None)
 
 
 def _exit_at_once(signum: int, frame: Any) -> None:
