@@ -21,7 +21,8 @@ and, per scenario, each system federating that upstream in a process of its own:
 
 Rows are interleaved round by round (the machine's other load weighs on each alike): wrk, one thread, 16
 connections, pinned to the last CPU, each system behind one 2025-11-25 session. Per row: req/s best and median of
-rounds, p50/p99 latency of the best round, the system's CPU per call (from /proc: processes this bench started),
+rounds (in whole answers: the gateway lists 500 tools a page, so its listing of 1,000 is two requests, counted
+as one), p50/p99 latency of the best round (per request), the system's CPU per call (from /proc: processes this bench started),
 and failures (answers not 2xx, socket errors; every system's answer is checked once before it is measured).
 
 ContextForge (PyPI ``mcp-contextforge-gateway``) needs Python >= 3.12, which this machine's Debian lacks, so it is
@@ -46,7 +47,10 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from server_processes import cpu_seconds, free_port, spawn_gateway, stop, wait_healthy, wait_listening, wrk_run
+
+from gateway.server.mcp.handlers import PAGE_SIZE
 
 REPO = Path(__file__).resolve().parent.parent
 ECHO_UPSTREAM = REPO / "tests" / "fixtures" / "mcp_upstream" / "mcpserver_http.py"
@@ -89,8 +93,10 @@ def serve_fastmcp_proxy(port: int, url: str, reuse: bool) -> None:
 class System:
     """One row: an MCP endpoint, the process serving it (None: a peer the operator started), its session."""
 
-    def __init__(self, name: str, url: str, process: subprocess.Popen | None, revision: str = LEGACY):
+    def __init__(self, name: str, url: str, process: subprocess.Popen | None, revision: str = LEGACY,
+                 paged: bool = False):
         self.name, self.url, self.process, self.revision = name, url, process, revision
+        self.paged = paged  # it lists PAGE_SIZE tools a page: a whole listing is that many requests
         self.session: str | None = None
 
     def headers(self, method: str, name: str | None) -> dict[str, str]:
@@ -113,6 +119,13 @@ class System:
                    headers=self.headers("notifications/initialized", None), timeout=60)
 
 
+def pages(system: System, method: str, tools: int) -> list[dict[str, Any]]:
+    """The params of each request a whole answer takes: one, or one per page of the gateway's listing."""
+    if method != "tools/list" or not system.paged:
+        return [{}]
+    return [{}, *({"cursor": str(start)} for start in range(PAGE_SIZE, tools, PAGE_SIZE))]
+
+
 def message(system: System, method: str, params: dict[str, Any]) -> dict[str, Any]:
     if system.revision == MODERN:
         params = {**params, "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
@@ -128,14 +141,16 @@ def check(system: System, method: str, params: dict[str, Any], expect: str) -> N
         raise SystemExit(f"{system.name} did not answer {method}: {answer.status_code} {answer.text[:300]}")
 
 
-def measure(systems: list[System], method: str, params: dict[str, Any], duration: float, rounds: int,
+def measure(systems: list[System], method: str, params: dict[str, Any], duration: float, rounds: int, tools: int,
             tmp: Path) -> dict[str, dict[str, Any]]:
+    """Per system, its wrk runs, with ``requests`` counted in whole answers (a paged listing's pages are one)."""
     rows: dict[str, dict[str, Any]] = {s.name: {"runs": [], "cpu": []} for s in systems}
     for _ in range(rounds):
         for system in systems:
             cpu = cpu_seconds(system.process.pid) if system.process else None
-            run = wrk_run(system.url, message(system, method, params), system.headers(method, params.get("name")),
-                          duration, tmp)
+            bodies = [message(system, method, params | page) for page in pages(system, method, tools)]
+            run = wrk_run(system.url, bodies, system.headers(method, params.get("name")), duration, tmp)
+            run["requests"] /= len(bodies)
             rows[system.name]["runs"].append(run)
             if cpu is not None:
                 rows[system.name]["cpu"].append((cpu_seconds(system.process.pid) - cpu) / max(run["requests"], 1))
@@ -167,8 +182,8 @@ def scenario(kind: str, upstream_url: str, peers: list[str], args: argparse.Name
     gateway = spawn_gateway(defs, port, "--no-reload", env=env)
     processes.append(gateway)
     wait_healthy(f"http://127.0.0.1:{port}/healthz", gateway, "the gateway", timeout_s=300)
-    systems += [System("tool-gateway", f"http://127.0.0.1:{port}/mcp", gateway),
-                System("tool-gateway 2026-07-28", f"http://127.0.0.1:{port}/mcp", gateway, MODERN)]
+    systems += [System("tool-gateway", f"http://127.0.0.1:{port}/mcp", gateway, paged=True),
+                System("tool-gateway 2026-07-28", f"http://127.0.0.1:{port}/mcp", gateway, MODERN, paged=True)]
     for label, reuse in (("fastmcp proxy", "0"), ("fastmcp proxy, one client", "1")):
         proxy_port = free_port()
         processes.append(subprocess.Popen([sys.executable, __file__, "--serve", "fastmcp-proxy", str(proxy_port),
@@ -183,10 +198,10 @@ def scenario(kind: str, upstream_url: str, peers: list[str], args: argparse.Name
     if kind == "call":
         method, params, expect = "tools/call", {"name": "echo", "arguments": {"text": "hello"}}, "hello"
     else:
-        method, params, expect = "tools/list", {}, f"forecast_{args.tools - 1}"
+        method, params, expect = "tools/list", {}, "forecast_0"
     for system in systems:
         check(system, method, params, expect)
-    rows = measure(systems, method, params, args.duration, args.rounds, tmp)
+    rows = measure(systems, method, params, args.duration, args.rounds, args.tools, tmp)
     title = ("MCP tools/call of an upstream tool" if kind == "call" else
              f"MCP tools/list of an upstream with {args.tools} tools")
     report(f"{title}: wrk 1 thread x 16 connections, {args.rounds} interleaved rounds x {args.duration:g} s, "

@@ -17,6 +17,8 @@ the gateway's CPU per call (from /proc: what one dedicated core would spend, imm
 
     echo direct               wrk → POST /echo
     echo REST                 wrk → gateway POST /tools/echo_http/call → POST /echo
+    local tool REST           wrk → gateway POST /tools/echo_local/call, a Python tool: the gateway's own floor
+                              (what an upstream that cost nothing would leave), against echo direct
     echo MCP 2025 / 2026      wrk → gateway /mcp tools/call echo_http → POST /echo
     mcp direct 2025           wrk → upstream /mcp tools/call echo (one 2025-11-25 session)
     mcp via gateway 2025/2026 wrk → gateway /mcp tools/call echo → its pooled session → upstream
@@ -65,6 +67,8 @@ tools:
         url: "http://127.0.0.1:{port}/echo"
         json: {{text: "{{{{ args.text }}}}"}}
         response: {{select: /text}}
+  - {{id: echo_local, name: Echo here, user_description: Echoes., ai_description: Returns the text.,
+     binding: {{python: "bench_echo:echo"}}}}
 sources:
   - id: upstream
     mcp: {{url: "http://127.0.0.1:{mcp_port}/mcp"}}
@@ -123,6 +127,8 @@ def main() -> None:
         tmp = Path(scratch)
         (tmp / "defs").mkdir()
         (tmp / "defs" / "bench.yaml").write_text(TOOL.format(port=echo_port, mcp_port=mcp_port))
+        (tmp / "defs" / "python").mkdir()
+        (tmp / "defs" / "python" / "bench_echo.py").write_text("def echo(text: str) -> str:\n    return text\n")
         quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
         try:
             processes.append(subprocess.Popen([sys.executable, __file__, "--serve-echo", str(echo_port)], **quiet))
@@ -147,7 +153,8 @@ def _rows(echo_port: int, mcp_port: int, gateway_port: int) -> dict[str, tuple[i
     upstream_session, gateway_session = _session(f"http://127.0.0.1:{mcp_port}/mcp"), _session(
         f"http://127.0.0.1:{gateway_port}/mcp")
     rows = {"echo direct": (echo_port, "/echo", TEXT, {}),
-            "echo REST": (gateway_port, "/tools/echo_http/call", TEXT, {})}
+            "echo REST": (gateway_port, "/tools/echo_http/call", TEXT, {}),
+            "local tool REST": (gateway_port, "/tools/echo_local/call", TEXT, {})}
     for revision in (LEGACY, MODERN):
         body, headers = _call("echo_http", revision)
         if revision == LEGACY:
@@ -182,11 +189,11 @@ def _report(measured: dict, duration: float, rounds: int) -> None:
           f"load average {os.getloadavg()[0]:.2f}")
     print(f"  {'':<22} {'best req/s':>10} {'x direct':>9} {'median x':>9} {'gateway CPU/call':>17}")
     for name, rates in per_s.items():
-        direct = "echo direct" if name.startswith("echo") else "mcp direct 2025"
+        direct = "mcp direct 2025" if name.startswith("mcp") else "echo direct"
         ratio = max(rates) / max(per_s[direct])
         median = statistics.median(rate / base for rate, base in zip(rates, per_s[direct], strict=True))
         used = f"{min(cpu[name]) * 1000:14.3f} ms" if cpu[name] else ""
-        target = "" if "direct" in name else ("  (target >= 0.5x, <= 1 ms)" if name.startswith("echo")
+        target = "" if "direct" in name or "local" in name else ("  (target >= 0.5x, <= 1 ms)" if name.startswith("echo")
                                                else "  (target >= 0.85x)")
         print(f"  {name:<22} {max(rates):10.0f} {ratio:8.2f}x {median:8.2f}x {used:>17}{target}")
     print(json.dumps({name: {"best": max(rates), "cpu_ms": min(cpu[name]) * 1000 if cpu[name] else None}

@@ -125,15 +125,29 @@ wrk.body = {body}
 wrk.headers["Content-Type"] = "application/json"
 {headers}
 """
+# Several bodies: each connection sends them in turn (the pages of one listing, say).
+WRK_BODIES = """
+bodies = {{{bodies}}}
+turn = 0
+request = function()
+  turn = turn % #bodies + 1
+  return wrk.format(nil, nil, nil, bodies[turn])
+end
+"""
 
 
-def wrk_run(url: str, body: dict, headers: dict[str, str], duration: float, tmp: Path) -> dict[str, float]:
-    """One wrk round of ``duration`` seconds: POST ``body`` as JSON to ``url``, one thread, 16 connections, wrk
-    pinned to the last CPU. Requests answered, p50 and p99 latency (ms), and failures (answers not 2xx or 3xx,
-    and socket errors: connect, read, write, timeout)."""
+def wrk_run(url: str, body: dict | list[dict], headers: dict[str, str], duration: float, tmp: Path
+            ) -> dict[str, float]:
+    """One wrk round of ``duration`` seconds: POST ``body`` as JSON to ``url`` (a list: each body in turn), one
+    thread, 16 connections, wrk pinned to the last CPU. Requests answered, p50 and p99 latency (ms), and failures
+    (answers not 2xx or 3xx, and socket errors: connect, read, write, timeout)."""
     script = tmp / "wrk.lua"
     lines = "\n".join(f"wrk.headers[{json.dumps(k)}] = {json.dumps(v)}" for k, v in headers.items())
-    script.write_text(WRK_SCRIPT.format(body=json.dumps(json.dumps(body)), headers=lines))
+    bodies = body if isinstance(body, list) else [body]
+    text = WRK_SCRIPT.format(body=json.dumps(json.dumps(bodies[0])), headers=lines)
+    if len(bodies) > 1:
+        text += WRK_BODIES.format(bodies=", ".join(json.dumps(json.dumps(b)) for b in bodies))
+    script.write_text(text)
     cpus = sorted(os.sched_getaffinity(0))
     pin = ["taskset", "-c", str(cpus[-1])] if len(cpus) > 1 and shutil.which("taskset") else []
     out = subprocess.run([*pin, "wrk", "-t1", "-c16", f"-d{duration:g}s", "--latency", "-s", str(script), url],
