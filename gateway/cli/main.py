@@ -371,12 +371,13 @@ def _serve(args: argparse.Namespace) -> int:
     if args.workers > 1 and workers.worker_label() is None:  # the supervisor; each worker serves as one process
         try:
             workers.check(args.workers, settings)
-        except workers.NeedsSharedState as exc:
+            configure_logging(settings)
+            supervisor = workers.Supervisor(args.workers, bind_host(settings), settings.port, args.argv,
+                                            GRACEFUL_SHUTDOWN_S)
+        except (workers.NeedsSharedState, workers.CannotListen) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        configure_logging(settings)
-        return workers.Supervisor(args.workers, bind_host(settings), settings.port, args.argv,
-                                  GRACEFUL_SHUTDOWN_S).run()
+        return supervisor.run()
     serve(settings)
     return 0
 

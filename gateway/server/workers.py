@@ -15,11 +15,14 @@ the next, and each limit would be N limits.
 The supervisor restarts a worker that exits while it is running, at once the first time and with a growing pause
 (1 s doubling to 30 s) while that worker keeps dying before it is ready; a worker that fails before *any* worker
 was ready (invalid definitions, a bad settings file) ends the supervisor with its exit code, as ``serve`` would.
-SIGTERM or SIGINT stops every worker gracefully (SIGTERM, then SIGKILL after the grace period) and ends it.
+SIGTERM or SIGINT stops every worker gracefully (SIGTERM, then SIGKILL after the grace period) and ends it; SIGHUP
+is passed to every worker (each rebuilds its catalog); a supervisor that dies however it dies takes its workers
+with it (Linux's parent-death signal).
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import select
@@ -37,12 +40,19 @@ log = logging.getLogger("gateway.workers")
 
 LISTEN_FD = "TOOL_GATEWAY_LISTEN_FD"  # the inherited listening socket's descriptor: this process is a worker
 READY_FD = "TOOL_GATEWAY_READY_FD"  # a pipe's write end: one byte once the worker's catalog is built
+SUPERVISOR = "TOOL_GATEWAY_SUPERVISOR_PID"  # a worker ends when this process does (``worker_socket``)
+PR_SET_PDEATHSIG = 1
 FIRST_PAUSE_S, MAX_PAUSE_S = 1.0, 30.0
+STEADY_S = 10.0  # a worker that ran this long had started well: if it ends, it is started again at once
 POLL_S = 0.2
 BACKLOG = 2048  # uvicorn's default for a socket it binds itself
 
 
 class NeedsSharedState(Exception):
+    pass
+
+
+class CannotListen(Exception):
     pass
 
 
@@ -56,9 +66,19 @@ def check(count: int, settings: Any) -> None:
 
 
 def worker_socket() -> socket.socket | None:
-    """The listening socket the supervisor handed this process (None: not a worker)."""
-    fd = os.environ.get(LISTEN_FD)
-    return socket.socket(fileno=int(fd)) if fd else None
+    """The listening socket the supervisor handed this process (None: not a worker). A worker is told SIGTERM
+    when its supervisor dies, however it dies (a SIGKILL runs no handler): workers left behind would hold the port
+    and serve without anyone to restart them."""
+    fd = os.environ.pop(LISTEN_FD, None)  # not handed on to what this process may start
+    if not fd:
+        return None
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):  # not Linux: the worker outlives a killed supervisor
+        log.debug("no parent-death signal here")
+    if str(os.getppid()) != os.environ.get(SUPERVISOR):  # it died before the signal was asked for
+        raise SystemExit("the supervisor of this worker has exited")
+    return socket.socket(fileno=int(fd))
 
 
 def worker_label() -> str | None:
@@ -90,7 +110,10 @@ class Supervisor:
         requests in flight get to finish once it is told to stop."""
         self.count, self.argv, self.grace_s = count, argv, grace_s
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.listener = socket.create_server((host, port), family=family, backlog=BACKLOG)
+        try:
+            self.listener = socket.create_server((host, port), family=family, backlog=BACKLOG)
+        except OSError as exc:
+            raise CannotListen(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         self.listener.set_inheritable(True)
         self.workers = [_Worker(index) for index in range(count)]
         self.stopping = False
@@ -99,6 +122,7 @@ class Supervisor:
     def run(self) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, self._stop)
+        signal.signal(signal.SIGHUP, self._reload)  # each worker rebuilds its catalog on SIGHUP, as `serve` does
         try:
             for worker in self.workers:
                 self._start(worker)
@@ -114,8 +138,9 @@ class Supervisor:
     def _start(self, worker: _Worker) -> None:
         read_end, write_end = os.pipe()
         env = {**os.environ, LISTEN_FD: str(self.listener.fileno()), READY_FD: str(write_end),
-               WORKER: f"{worker.index}/{self.count}"}
-        worker.process = subprocess.Popen([sys.executable, "-m", "gateway", *self.argv], env=env,
+               WORKER: f"{worker.index}/{self.count}", SUPERVISOR: str(os.getpid())}
+        # -P: the package installed, never a `gateway/` that happens to be in the working directory.
+        worker.process = subprocess.Popen([sys.executable, "-P", "-m", "gateway", *self.argv], env=env,
                                           pass_fds=(self.listener.fileno(), write_end))
         os.close(write_end)
         worker.ready_pipe, worker.ready, worker.started = read_end, False, time.monotonic()
@@ -131,7 +156,8 @@ class Supervisor:
             time.sleep(POLL_S)
         for worker in self.workers:
             if worker.ready_pipe is not None and worker.ready_pipe in readable:
-                worker.ready = self.any_ready = bool(os.read(worker.ready_pipe, 1))
+                worker.ready = bool(os.read(worker.ready_pipe, 1))  # b"": it closed the pipe without saying so
+                self.any_ready = self.any_ready or worker.ready
                 self._close_pipe(worker)
             if self.stopping:
                 return None
@@ -146,7 +172,11 @@ class Supervisor:
             if not worker.ready and not self.any_ready:
                 log.error("worker %d exited with %d before any worker was ready: stopping", worker.index, code)
                 return code or 1
-            worker.pause_s = 0.0 if worker.ready else min(max(worker.pause_s * 2, FIRST_PAUSE_S), MAX_PAUSE_S)
+            # A worker that ran a while is started again at once; one that keeps ending soon after its start (before
+            # it was ready, or just after) waits longer each time, so that a crash at start-up never spins.
+            ran_s = time.monotonic() - worker.started
+            worker.pause_s = 0.0 if worker.ready and ran_s >= STEADY_S else min(
+                max(worker.pause_s * 2, FIRST_PAUSE_S), MAX_PAUSE_S)
             log.warning("worker %d (pid %d) exited with %d after %.1f s; starting another%s", worker.index,
                         worker.process.pid, code, time.monotonic() - worker.started,
                         f" in {worker.pause_s:g} s" if worker.pause_s else "")
@@ -160,6 +190,11 @@ class Supervisor:
 
     def _stop(self, signum: int, frame: Any) -> None:
         self.stopping = True
+
+    def _reload(self, signum: int, frame: Any) -> None:
+        for worker in self.workers:
+            if worker.process is not None and worker.process.poll() is None:
+                worker.process.send_signal(signal.SIGHUP)
 
     def _stop_all(self) -> None:
         running = [w.process for w in self.workers if w.process is not None and w.process.poll() is None]

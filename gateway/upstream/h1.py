@@ -36,11 +36,40 @@ class Timeouts:
     pool: float | None = None
 
 
+# An answer's head may be this large (httpcore's limit; h11's default, 16 KiB, refused a large head that arrived in
+# several reads and passed one that arrived in one).
+MAX_HEAD_BYTES = 100 * 1024
+
+
+class Pool:
+    """What the origins of one client share: a slot for each connection *in use* (``max_active``), and the idle
+    connections, at most ``max_idle`` over all origins, the oldest closed first. An idle connection holds no slot,
+    so a request to one host never waits on connections kept for another, and a connection given back wakes a
+    request waiting for a slot at once; what is open stays within ``max_active + max_idle``."""
+
+    def __init__(self, max_active: int, max_idle: int):
+        self.slots = asyncio.Semaphore(max_active)
+        self.max_idle = max_idle
+        self.idle: dict[Connection, Origin] = {}  # oldest first
+
+    def keep(self, origin: Origin, connection: Connection) -> None:
+        origin.idle.append(connection)
+        self.idle[connection] = origin
+        while len(self.idle) > self.max_idle:
+            oldest, held_by = next(iter(self.idle.items()))
+            self.forget(held_by, oldest)
+            oldest.close()
+
+    def forget(self, origin: Origin, connection: Connection) -> None:
+        self.idle.pop(connection, None)
+        if connection in origin.idle:
+            origin.idle.remove(connection)
+
+
 class Connection:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, slots: asyncio.Semaphore):
-        self.reader, self.writer, self.slots = reader, writer, slots
-        self.h11 = h11.Connection(h11.CLIENT)
-        self.closed = False  # its slot given back (the transport may have closed itself on a reset)
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.reader, self.writer = reader, writer
+        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD_BYTES)
         self.idle_check = select.poll()
         self.idle_check.register(writer.get_extra_info("socket").fileno(), select.POLLIN)
 
@@ -55,25 +84,22 @@ class Connection:
             and not self.reader._buffer and not self.idle_check.poll(0)  # type: ignore[attr-defined]
 
     def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.slots.release()
         self.writer.close()
 
 
 class Origin:
-    """Kept-alive connections to one ``host:port``; at most ``slots`` open at once (shared with other origins when
-    the semaphore is) and ``max_idle`` kept for the next requests."""
+    """Kept-alive connections to one ``host:port`` (an ASCII host: IDNA-encoded by the caller, as httpx resolves it),
+    within the limits of ``pool``."""
 
-    def __init__(self, http: ModuleType, host: str, port: int, slots: asyncio.Semaphore, max_idle: int):
-        self.http, self.host, self.port, self.slots, self.max_idle = http, host, port, slots, max_idle
+    def __init__(self, http: ModuleType, host: str, port: int, pool: Pool):
+        self.http, self.host, self.port, self.pool = http, host, port, pool
         self.idle: list[Connection] = []
         self.closed = False  # a request still in flight closes its connection when done
 
     async def send(self, method: bytes, target: bytes, headers: Sequence[tuple[str | bytes, str | bytes]], body: bytes,
                    timeouts: Timeouts) -> tuple[h11.Response, Connection]:
         """Send one request (``headers`` with its Host and framing); its answer's head, and the connection its
-        body is read from (``body``)."""
+        body is read from (``body``), which holds a slot of the pool until the body is closed."""
         connection = await self._connection(timeouts)
         try:
             data = connection.h11.send(h11.Request(method=method, target=target, headers=headers))
@@ -84,13 +110,13 @@ class Origin:
             event = await self.next_event(connection, timeouts.read)
             while isinstance(event, h11.InformationalResponse):
                 event = await self.next_event(connection, timeouts.read)
-            if not isinstance(event, h11.Response):  # closed before answering (a kept-alive connection it dropped)
-                raise self.http.RemoteProtocolError("the server closed the connection without answering")
+            if not isinstance(event, h11.Response):
+                raise self.http.RemoteProtocolError("Server disconnected without sending a response.")
         except h11.LocalProtocolError as exc:
-            connection.close()
+            self._drop(connection)
             raise self.http.LocalProtocolError(str(exc)) from exc
         except BaseException:
-            connection.close()
+            self._drop(connection)
             raise
         return event, connection
 
@@ -99,27 +125,34 @@ class Origin:
         return _stream_class(self.http)(self, connection, read_timeout)
 
     async def _connection(self, timeouts: Timeouts) -> Connection:
-        while self.idle:
-            connection = self.idle.pop()
-            if connection.alive():
-                return connection
-            connection.close()
+        """A connection for one exchange, holding a slot of the pool: an idle one that is still sound, else a new
+        one."""
         try:
             async with asyncio.timeout(timeouts.pool):
-                await self.slots.acquire()
+                await self.pool.slots.acquire()
         except TimeoutError:
             raise self.http.PoolTimeout(f"no connection became free within {timeouts.pool} s") from None
         try:
-            async with asyncio.timeout(timeouts.connect):  # not wait_for: see next_event
-                reader, writer = await asyncio.open_connection(self.host, self.port, limit=READ_SIZE)
-        except BaseException as exc:
-            self.slots.release()
-            if isinstance(exc, TimeoutError):
-                raise self.http.ConnectTimeout(f"could not connect within {timeouts.connect} s") from None
-            if isinstance(exc, OSError):
-                raise self.http.ConnectError(str(exc) or type(exc).__name__) from exc
+            while self.idle:
+                connection = self.idle.pop()
+                self.pool.forget(self, connection)
+                if connection.alive():
+                    return connection
+                connection.close()
+            return await self._connect(timeouts.connect)
+        except BaseException:
+            self.pool.slots.release()
             raise
-        return Connection(reader, writer, self.slots)
+
+    async def _connect(self, timeout: float | None) -> Connection:
+        try:
+            async with asyncio.timeout(timeout):  # not wait_for: see next_event
+                reader, writer = await asyncio.open_connection(self.host, self.port, limit=READ_SIZE)
+        except TimeoutError:
+            raise self.http.ConnectTimeout(f"could not connect within {timeout} s") from None
+        except OSError as exc:
+            raise self.http.ConnectError(str(exc) or type(exc).__name__) from exc
+        return Connection(reader, writer)
 
     async def _drained(self, connection: Connection, timeout: float | None) -> None:
         try:
@@ -147,23 +180,32 @@ class Origin:
                 raise self.http.ReadTimeout("the server sent nothing in time") from None
             except OSError as exc:
                 raise self.http.ReadError(str(exc) or type(exc).__name__) from exc
+            if not data and connection.h11.their_state is h11.SEND_RESPONSE:
+                # httpcore's words: a kept-alive connection the server closed as the request went out, say.
+                raise self.http.RemoteProtocolError("Server disconnected without sending a response.")
             connection.h11.receive_data(data)
 
     def release(self, connection: Connection, whole: bool) -> None:
-        """Keep ``connection`` for the next request only when its exchange ended cleanly and the upstream sent
-        nothing past its answer (pipelined bytes would be the next request's answer: response smuggling)."""
-        if whole and not self.closed and len(self.idle) < self.max_idle and connection.h11.our_state is h11.DONE \
+        """Give back the slot ``connection`` held, keeping it for the next request only when its exchange ended
+        cleanly and the upstream sent nothing past its answer (pipelined bytes would be the next request's answer:
+        response smuggling)."""
+        self.pool.slots.release()
+        if whole and not self.closed and connection.h11.our_state is h11.DONE \
                 and connection.h11.their_state is h11.DONE and not connection.h11.trailing_data[0]:
             connection.h11.start_next_cycle()
-            self.idle.append(connection)
+            self.pool.keep(self, connection)
         else:
             connection.close()
 
+    def _drop(self, connection: Connection) -> None:
+        self.pool.slots.release()
+        connection.close()
+
     def close(self) -> None:
         self.closed = True
-        for connection in self.idle:
+        for connection in list(self.idle):
+            self.pool.forget(self, connection)
             connection.close()
-        self.idle.clear()
 
 
 @functools.cache
@@ -193,3 +235,8 @@ class Body:
         connection, self.connection = self.connection, None  # type: ignore[assignment]
         if connection is not None:
             self.origin.release(connection, self.whole)
+
+    def __del__(self) -> None:
+        # A response dropped without being closed: its slot comes back, its connection (state unknown) is closed.
+        if self.connection is not None:
+            self.origin.release(self.connection, whole=False)

@@ -17,7 +17,6 @@ a new class fails that test instead of surfacing as "internal error".
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import random
 import socket
@@ -104,30 +103,32 @@ def new_client(limits: httpx.Limits = DEFAULT_LIMITS, tls: httpx.AsyncBaseTransp
 
 class PlainTransport(httpx.AsyncBaseTransport):
     """Plain ``http://`` on ``h1``'s pool (a fraction of httpcore's CPU a request); https, and anything else, on
-    ``tls`` (httpx's own transport). ``limits`` bound both: connections open at once, and kept idle, per kind."""
+    ``tls`` (httpx's own transport). ``limits`` bound each: connections in use at once, and kept idle."""
 
     def __init__(self, tls: httpx.AsyncBaseTransport, limits: httpx.Limits):
         self.tls = tls
-        self.slots = asyncio.Semaphore(limits.max_connections or 1_000_000)
-        self.max_idle = limits.max_keepalive_connections if limits.max_keepalive_connections is not None else 20
+        max_idle = limits.max_keepalive_connections
+        self.pool = h1.Pool(limits.max_connections or 1_000_000, 20 if max_idle is None else max_idle)
         self.origins: dict[tuple[str, int], h1.Origin] = {}
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
         if url.scheme != "http":
             return await self.tls.handle_async_request(request)
-        key = (url.host, url.port or 80)
+        # The host as httpx resolves it (IDNA 2008): the resolver's own encoding of a non-ASCII name (IDNA 2003)
+        # may name another host than the one the allowed hosts were checked against.
+        key = (url.raw_host.decode("ascii"), url.port or 80)
         origin = self.origins.get(key)
         if origin is None:
             # One per host:port a tool (or a redirect it may follow) names: the definitions bound how many.
-            origin = self.origins[key] = h1.Origin(httpx, *key, self.slots, self.max_idle)
+            origin = self.origins[key] = h1.Origin(httpx, *key, self.pool)
         timeouts = h1.Timeouts(**request.extensions.get("timeout", {}))
         body = b"".join([chunk async for chunk in request.stream])  # type: ignore[union-attr]
         head, connection = await origin.send(request.method.encode(), url.raw_path, request.headers.raw, body,
                                              timeouts)
         return httpx.Response(head.status_code, headers=list(head.headers),
                               stream=origin.body(connection, timeouts.read),
-                              extensions={"http_version": b"HTTP/1.1", "reason_phrase": head.reason})
+                              extensions={"http_version": b"HTTP/" + head.http_version, "reason_phrase": head.reason})
 
     async def aclose(self) -> None:
         for origin in self.origins.values():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,7 +33,9 @@ def workers(tmp_path: Path) -> Any:
     redis.start()
     settings = tmp_path / "settings.yaml"
     settings.write_text(yaml.safe_dump({"cluster": {"redis_url": redis.url, "heartbeat_s": 0.3}}))
-    gateway = GatewayProcess(EXAMPLES, "--workers", "2", "--settings", str(settings), "--no-reload",
+    definitions = tmp_path / "definitions"
+    shutil.copytree(EXAMPLES, definitions, ignore=shutil.ignore_patterns("__pycache__"))
+    gateway = GatewayProcess(definitions, "--workers", "2", "--settings", str(settings), "--no-reload",
                              env={"TOOL_GATEWAY_ADMIN_KEY": ADMIN, "TOOL_GATEWAY_STATE_DIR": str(tmp_path / "state")},
                              log=tmp_path / "gateway.log")
     gateway.start(timeout_s=120)
@@ -143,3 +146,43 @@ def test_workers_that_cannot_build_end_the_supervisor(tmp_path: Path) -> None:
     done = _serve(str(definitions), "--workers", "2", "--settings", str(settings), tmp_path=tmp_path)
     assert done.returncode not in (0, None)
     assert "bad.yaml:" in done.stderr and "before any worker was ready" in done.stderr
+
+
+def _tool_ids(gateway: GatewayProcess) -> set[str]:
+    return {tool["id"] for tool in httpx.get(f"{gateway.url}/tools", headers=HEADERS, timeout=10).json()["tools"]}
+
+
+def test_sighup_reloads_every_worker_and_a_worker_that_cannot_restart_leaves_the_others_serving(
+        workers: GatewayProcess) -> None:
+    gateway = workers
+    assert gateway.process is not None
+    pids = until(lambda: _workers_up(gateway), "both workers registered")
+    (gateway.definitions / "added.yaml").write_text(
+        "tools:\n  - {id: added_here, name: Added, user_description: Added., ai_description: Added.,"
+        " binding: {python: 'math_tools:add'}}\n")
+    gateway.process.send_signal(signal.SIGHUP)  # --no-reload: only the signal makes them read the edit
+    # New connections land on either worker: every one must have rebuilt.
+    until(lambda: all("added_here" in _tool_ids(gateway) for _ in range(10)), "both workers serving the edit")
+
+    # A broken edit, then a worker dies: it cannot build, so it is retried with a pause, and the other serves on.
+    (gateway.definitions / "broken.yaml").write_text("tools:\n  - id: broken\n    binding: {python: 42}\n")
+    os.kill(pids["1/2"], signal.SIGKILL)
+    until(lambda: "exited with" in gateway.log() and "starting another in" in gateway.log(),
+          "the worker retried with a pause", timeout=60)
+    assert gateway.process.poll() is None, gateway.log()
+    assert all(_call_rest(gateway) == 200 for _ in range(10))
+    assert "before any worker was ready" not in gateway.log()
+
+
+def _call_rest(gateway: GatewayProcess) -> int:
+    return httpx.post(f"{gateway.url}/tools/sum/call", json={"a": 1, "b": 2}, headers=HEADERS, timeout=30).status_code
+
+
+def test_workers_end_with_a_supervisor_killed_outright(workers: GatewayProcess) -> None:
+    gateway = workers
+    assert gateway.process is not None
+    pids = until(lambda: _workers_up(gateway), "both workers registered")
+    gateway.process.kill()
+    gateway.process.wait(10)
+    gateway.process = None
+    until(lambda: not any(_alive(pid) for pid in pids.values()), "the workers gone with their supervisor")

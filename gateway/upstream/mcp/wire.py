@@ -12,7 +12,6 @@ balancer's affinity) goes through httpx2 too. The upstream's configured headers 
 
 from __future__ import annotations
 
-import asyncio
 import urllib.request
 from urllib.parse import urlsplit
 
@@ -21,7 +20,7 @@ import httpx2
 from .. import h1
 
 MAX_IDLE = 32  # connections kept open for the next calls; a burst's extra ones are closed when done
-# Connections open at once to one upstream, as httpx2's pool allows the SDK's path (its default max_connections):
+# Connections in use at once to one upstream, as httpx2's pool allows the SDK's path (its default max_connections):
 # a burst of calls to an upstream that answers slowly waits for one (bounded by each tool's deadline) instead of
 # spending a file descriptor per call.
 MAX_OPEN = 100
@@ -34,6 +33,8 @@ def usable(url: str) -> bool:
     parts = urlsplit(url)
     if parts.scheme != "http" or not parts.hostname or parts.username is not None:  # httpx2 sends userinfo as Basic
         return False
+    if not parts.hostname.isascii():  # an international name: httpx2 encodes it (IDNA 2008) for DNS and Host
+        return False
     proxies = urllib.request.getproxies()
     return not (proxies.get("http") or proxies.get("all")) or bool(urllib.request.proxy_bypass(parts.hostname))
 
@@ -45,7 +46,7 @@ class Wire:
         parts = urlsplit(url)
         self.target = ((parts.path or "/") + (f"?{parts.query}" if parts.query else "")).encode()
         self.authority = parts.netloc.rpartition("@")[2]
-        self.origin = h1.Origin(httpx2, parts.hostname or "", parts.port or 80, asyncio.Semaphore(MAX_OPEN), MAX_IDLE)
+        self.origin = h1.Origin(httpx2, parts.hostname or "", parts.port or 80, h1.Pool(MAX_OPEN, MAX_IDLE))
         # Waiting for a free connection is bounded by the tool's deadline, not by the client's pool timeout.
         self.timeouts = h1.Timeouts(connect=http.timeout.connect, read=http.timeout.read, write=http.timeout.write)
         self.request = httpx2.Request("POST", url)  # what the answers say they answer (httpx2 reads it)
