@@ -114,6 +114,9 @@ class Supervisor:
             self.listener = socket.create_server((host, port), family=family, backlog=BACKLOG)
         except OSError as exc:
             raise CannotListen(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        if port == 0:  # the port the system chose: each worker says it, and builds {{ gateway.base_url }} from it
+            self.argv = [*argv, "--port", str(self.listener.getsockname()[1])]
+        log.info("%d workers on http://%s:%d", count, host, self.listener.getsockname()[1])
         self.listener.set_inheritable(True)
         self.workers = [_Worker(index) for index in range(count)]
         self.stopping = False
