@@ -12,8 +12,8 @@ answers — must be where every worker finds it: cluster mode (``cluster.redis_u
 replicas behind a load balancer (docs/cluster.md); without it a session opened on one worker would be unknown to
 the next, and each limit would be N limits.
 
-The supervisor restarts a worker that exits while it is running, at once the first time and with a growing pause
-(1 s doubling to 30 s) while that worker keeps dying before it is ready; a worker that fails before *any* worker
+The supervisor restarts a worker that exits: at once when it had run ``STEADY_S`` after being ready, else after a
+pause growing from 1 s to 30 s while it keeps ending soon after its start; a worker that fails before *any* worker
 was ready (invalid definitions, a bad settings file) ends the supervisor with its exit code, as ``serve`` would.
 SIGTERM or SIGINT stops every worker gracefully (SIGTERM, then SIGKILL after the grace period) and ends it; SIGHUP
 is passed to every worker (each rebuilds its catalog); a supervisor that dies however it dies takes its workers
@@ -22,7 +22,6 @@ with it (Linux's parent-death signal).
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import select
@@ -31,7 +30,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..runtime.cluster import WORKER_ENV as WORKER
@@ -72,6 +71,8 @@ def worker_socket() -> socket.socket | None:
     fd = os.environ.pop(LISTEN_FD, None)  # not handed on to what this process may start
     if not fd:
         return None
+    import ctypes  # here: only a worker pays for it at start-up
+
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):  # not Linux: the worker outlives a killed supervisor
@@ -100,8 +101,8 @@ class _Worker:
     ready_pipe: int | None = None  # read end, until the worker says it is ready
     ready: bool = False
     started: float = 0.0
-    pause_s: float = 0.0  # before the next start, grown while it keeps dying before it is ready
-    restart_at: float = field(default=0.0)
+    pause_s: float = 0.0  # before the next start, grown while it keeps ending soon after its start
+    restart_at: float = 0.0
 
 
 class Supervisor:
@@ -181,7 +182,7 @@ class Supervisor:
             worker.pause_s = 0.0 if worker.ready and ran_s >= STEADY_S else min(
                 max(worker.pause_s * 2, FIRST_PAUSE_S), MAX_PAUSE_S)
             log.warning("worker %d (pid %d) exited with %d after %.1f s; starting another%s", worker.index,
-                        worker.process.pid, code, time.monotonic() - worker.started,
+                        worker.process.pid, code, ran_s,
                         f" in {worker.pause_s:g} s" if worker.pause_s else "")
             worker.process, worker.restart_at = None, time.monotonic() + worker.pause_s
         return None

@@ -39,6 +39,7 @@ class Timeouts:
 # An answer's head may be this large (httpcore's limit; h11's default, 16 KiB, refused a large head that arrived in
 # several reads and passed one that arrived in one).
 MAX_HEAD_BYTES = 100 * 1024
+NO_ANSWER = "Server disconnected without sending a response."  # httpcore's words, which callers may know
 
 
 class Pool:
@@ -111,7 +112,7 @@ class Origin:
             while isinstance(event, h11.InformationalResponse):
                 event = await self.next_event(connection, timeouts.read)
             if not isinstance(event, h11.Response):
-                raise self.http.RemoteProtocolError("Server disconnected without sending a response.")
+                raise self.http.RemoteProtocolError(NO_ANSWER)
         except h11.LocalProtocolError as exc:
             self._drop(connection)
             raise self.http.LocalProtocolError(str(exc)) from exc
@@ -181,8 +182,8 @@ class Origin:
             except OSError as exc:
                 raise self.http.ReadError(str(exc) or type(exc).__name__) from exc
             if not data and connection.h11.their_state is h11.SEND_RESPONSE:
-                # httpcore's words: a kept-alive connection the server closed as the request went out, say.
-                raise self.http.RemoteProtocolError("Server disconnected without sending a response.")
+                # A kept-alive connection the server closed as the request went out, say.
+                raise self.http.RemoteProtocolError(NO_ANSWER)
             connection.h11.receive_data(data)
 
     def release(self, connection: Connection, whole: bool) -> None:
