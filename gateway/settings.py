@@ -31,6 +31,8 @@ LOG_LEVELS = ("debug", "info", "warning", "error", "critical")  # what both logg
 RETURN_SCHEMA_MODES = ("description", "result", "none")
 LOG_FORMATS = ("text", "json")
 TRACING_MODES = ("auto", "on", "off")
+HTTP_PARSERS = ("auto", "httptools", "h11")
+EVENT_LOOPS = ("auto", "uvloop", "asyncio")
 
 
 class SettingsInvalid(GatewayError):
@@ -137,7 +139,10 @@ class Settings:
     # The secret (an environment variable's name) whose value encrypts the upstream OAuth tokens the gateway keeps
     # under its state directory (gateway.upstream.oauth.store); empty: they are kept in memory, lost on a restart.
     upstream_oauth_key_secret: str = ""
-    # The HTTP server's connection limits (uvicorn / h11).
+    # The HTTP server (gateway.server.http.connections): its parser and event loop (auto: httptools and uvloop
+    # where installed), and its connection limits.
+    http_parser: str = "auto"
+    event_loop: str = "auto"
     header_timeout_s: float = 10.0  # a connection that has not sent a complete request head by then is closed
     keepalive_timeout_s: float = 5.0  # an idle keep-alive connection is closed after this
     max_header_bytes: int = 65_536  # a request head larger than this is refused
@@ -221,7 +226,8 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
                  "mcp_sessions_per_key", "mcp_session_idle_s", "source_max_tools", "source_max_bytes", "source_max_depth",
                  "max_concurrent_calls_per_tool", "max_file_bytes", "max_yaml_nodes", "reload_timeout_s",
                  "import_timeout_s", "header_timeout_s", "keepalive_timeout_s", "max_header_bytes", "return_schema",
-                 "log_format", "audit_log", "audit_max_bytes", "audit_backups", "slo_window_s", "tracing"):
+                 "http_parser", "event_loop", "log_format", "audit_log", "audit_max_bytes", "audit_backups",
+                 "slo_window_s", "tracing"):
         if ENV_PREFIX + name.upper() in environ:
             values[name] = environ[ENV_PREFIX + name.upper()]
     for name in ("allowed_packages", "allowed_origins", "allowed_secrets", "plugins"):
@@ -270,7 +276,7 @@ def _coerce(values: dict[str, Any]) -> Settings:
         except (TypeError, ValueError):
             raise SettingsInvalid(f"setting '{name}': invalid value {value!r}") from None
     for name, allowed in (("return_schema", RETURN_SCHEMA_MODES), ("log_format", LOG_FORMATS),
-                          ("tracing", TRACING_MODES)):
+                          ("tracing", TRACING_MODES), ("http_parser", HTTP_PARSERS), ("event_loop", EVENT_LOOPS)):
         if name in changes and changes[name] not in allowed:
             raise SettingsInvalid(f"setting '{name}': invalid value {changes[name]!r} "
                                   f"(use one of: {', '.join(allowed)})")

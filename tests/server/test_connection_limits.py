@@ -1,9 +1,11 @@
-"""Connection limits of the served gateway, over raw sockets: a request head must arrive within
-header_timeout_s, idle keep-alive connections close, and an oversized head is refused."""
+"""Connection limits of the served gateway, over raw sockets, on both HTTP parsers (httptools, h11): a request
+head must arrive within header_timeout_s, idle keep-alive connections close, an oversized head is refused, and a
+call that outlasts the head deadline is still answered."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -11,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import pytest
@@ -25,9 +28,9 @@ HEAD = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 
 
 @contextmanager
-def limited_server(**limits: object) -> Iterator[tuple[str, int]]:
-    """The example gateway under uvicorn with serve()'s configuration and the given limits; (host, port)."""
-    settings = Settings(definitions=EXAMPLES, reload=False, **limits)
+def limited_server(definitions: Path = EXAMPLES, **limits: object) -> Iterator[tuple[str, int]]:
+    """The gateway under uvicorn with serve()'s configuration and the given limits; (host, port)."""
+    settings = Settings(definitions=definitions, reload=False, **limits)
     sock = free_socket()
     server = uvicorn.Server(server_config(create_app(settings), settings, "127.0.0.1", log_level="warning",
                                           lifespan="on"))
@@ -45,9 +48,17 @@ def limited_server(**limits: object) -> Iterator[tuple[str, int]]:
         sock.close()
 
 
-@pytest.fixture(scope="module")
-def address() -> Iterator[tuple[str, int]]:
-    with limited_server(header_timeout_s=0.5, keepalive_timeout_s=0.5, max_header_bytes=4096) as served:
+@pytest.fixture(scope="module", params=["httptools", "h11"])
+def address(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    definitions = tmp_path_factory.mktemp("definitions")
+    shutil.copytree(EXAMPLES, definitions, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    (definitions / "python" / "slow_tools.py").write_text(
+        "import time\n\ndef wait(seconds: float) -> float:\n    time.sleep(seconds)\n    return seconds\n")
+    (definitions / "slow.yaml").write_text(
+        "tools:\n  - id: wait\n    name: Wait\n    user_description: Waits.\n    ai_description: Waits.\n"
+        "    binding: {python: slow_tools:wait}\n")
+    with limited_server(definitions, header_timeout_s=0.5, keepalive_timeout_s=0.5, max_header_bytes=4096,
+                        http_parser=request.param) as served:
         yield served
 
 
@@ -63,6 +74,31 @@ def test_a_connection_that_sends_nothing_is_closed(address):
     """A client that connects and sends no byte is disconnected, without an answer."""
     with socket.create_connection(address, timeout=10) as sock:
         assert _read_until_closed(sock) == b""
+
+
+def test_the_chosen_parser_serves(address):
+    """Both parsers answer a whole request (the fixture runs every test on each)."""
+    with socket.create_connection(address, timeout=10) as sock:
+        sock.sendall(HEAD + b"Connection: close\r\n\r\n")
+        assert _read_until_closed(sock).startswith(b"HTTP/1.1 200 ")
+
+
+def test_a_call_that_outlasts_the_head_deadline_is_answered(address):
+    """The deadline is on the head, not on the answer: a call taking three deadlines is answered on its
+    keep-alive connection, and a second request on it is answered too."""
+    body = b'{"seconds": 1.5}'
+    request = (b"POST /tools/wait/call HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+               b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    with socket.create_connection(address, timeout=10) as sock:
+        stream = sock.makefile("rb")
+        for _ in range(2):
+            sock.sendall(request)
+            assert stream.readline().startswith(b"HTTP/1.1 200 ")
+            length = 0
+            while (line := stream.readline()) != b"\r\n":
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            assert b'"result":1.5' in stream.read(length).replace(b" ", b"")
 
 
 def test_a_head_that_never_ends_is_closed_with_408(address):
