@@ -4,7 +4,8 @@
                                 [--peer NAME=URL ...] [--list-peer NAME=URL ...]
                                 [--upstream-port P] [--many-port P]
 
-Never run by CI (minutes of wrk). Two scenarios, each on its own upstream (a process of its own, uvicorn defaults):
+Never run by CI (minutes of wrk). Two scenarios, each on its own upstream (a process of its own, on uvicorn's plain
+defaults: h11 and asyncio, PLAIN_UVICORN in server_processes.py; each system serves on its own defaults):
 
     call   MCP tools/call of ``echo`` on the tests' SDK server (``tests/fixtures/mcp_upstream/mcpserver_http.py``)
     list   MCP tools/list of an SDK server (``MCPServer``) holding ``--tools`` tools
@@ -48,7 +49,17 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from server_processes import cpu_seconds, free_port, spawn_gateway, stop, wait_healthy, wait_listening, wrk_run
+from server_processes import (
+    PLAIN_UVICORN,
+    cpu_seconds,
+    free_port,
+    plain_uvicorn,
+    spawn_gateway,
+    stop,
+    wait_healthy,
+    wait_listening,
+    wrk_run,
+)
 
 from gateway.server.mcp.handlers import PAGE_SIZE
 
@@ -71,7 +82,8 @@ def serve_many(port: int, count: int) -> None:
             return city * days
         tool.__doc__ = f"Forecast number {n}: the weather of a city for some days, from service {n}."
         server.tool(name=f"forecast_{n}")(tool)
-    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="warning", access_log=False,
+                **PLAIN_UVICORN)  # type: ignore[arg-type]
 
 
 def serve_fastmcp_proxy(port: int, url: str, reuse: bool) -> None:
@@ -224,7 +236,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as scratch:
             tmp = Path(scratch)
             echo_port = args.upstream_port or free_port()
-            processes.append(subprocess.Popen([sys.executable, str(ECHO_UPSTREAM), str(echo_port)], **quiet))
+            processes.append(subprocess.Popen(plain_uvicorn(ECHO_UPSTREAM, str(echo_port)), **quiet))
             wait_listening(processes[-1], echo_port, "the echo upstream", timeout_s=60)
             scenario("call", f"http://127.0.0.1:{echo_port}/mcp", args.peer, args, tmp, processes)
             many_port = args.many_port or free_port()

@@ -9,7 +9,9 @@ rounds and the medians reported, so that whatever else runs on the machine weigh
 row does the same work — the ``sum`` tool, ``math_tools.add`` from the shipped examples, a=1, b=2 — and every
 answer is checked (status 200, result 3.0, no error flag).
 
-    bare          Starlette POST /sum: read JSON, call add, answer JSON (the floor of any Python HTTP tool)
+    bare          Starlette POST /sum: read JSON, call add, answer JSON (the floor of any Python HTTP tool), on
+                  uvicorn's plain defaults (h11, asyncio: PLAIN_UVICORN), as is FastMCP below; the gateway runs on
+                  httptools and uvloop (its defaults). ``serve bare-fast`` is the same endpoint on those too
     bare thread   the same, calling add in Starlette's thread pool (run_in_threadpool), as Starlette runs sync
                   code and as the gateway runs sync tools: off the event loop, which a blocking tool would stall
     rest          the gateway, POST /tools/sum/call
@@ -39,7 +41,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from server_processes import cpu_seconds, free_port, stop, wait_listening
+from server_processes import PLAIN_UVICORN, cpu_seconds, free_port, stop, wait_listening
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "tool-definitions"
@@ -66,7 +68,7 @@ def serve(kind: str, port: int) -> None:
     sys.path.insert(0, str(EXAMPLES / "python"))
     from math_tools import add
 
-    if kind == "bare":
+    if kind in ("bare", "bare-fast"):
         from starlette.applications import Starlette
         from starlette.concurrency import run_in_threadpool
         from starlette.requests import Request
@@ -95,7 +97,8 @@ def serve(kind: str, port: int) -> None:
             return add(a, b)
 
         app = server.streamable_http_app()
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    stack = {"http": "httptools", "loop": "uvloop"} if kind == "bare-fast" else PLAIN_UVICORN
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, **stack)  # type: ignore[arg-type]
 
 
 def _pin(cpu: int) -> None:
@@ -250,7 +253,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command")
     serve_cmd = sub.add_parser("serve")
-    serve_cmd.add_argument("kind", choices=["gateway", "bare", "fastmcp"])
+    serve_cmd.add_argument("kind", choices=["gateway", "bare", "bare-fast", "fastmcp"])
     serve_cmd.add_argument("port", type=int)
     load_cmd = sub.add_parser("load")
     load_cmd.add_argument("scenario", choices=list(SCENARIOS))

@@ -3,7 +3,8 @@ service directly, with wrk, in the same run.
 
     python bench/bench_upstream_calls.py [--duration 5] [--rounds 3]
 
-Two upstreams, each in a process of its own on uvicorn's defaults:
+Two upstreams, each in a process of its own on uvicorn's plain defaults (h11, asyncio: PLAIN_UVICORN in
+server_processes.py, as the issue measured them; the gateway runs on httptools and uvloop, its own defaults):
 
     echo      a bare Starlette ``POST /echo`` that answers the JSON it was sent
     mcp       the tests' SDK server (``tests/fixtures/mcp_upstream/mcpserver_http.py``), its ``echo`` tool
@@ -42,7 +43,17 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
-from server_processes import cpu_seconds, free_port, spawn_gateway, stop, wait_healthy, wait_listening, wrk_requests
+from server_processes import (
+    PLAIN_UVICORN,
+    cpu_seconds,
+    free_port,
+    plain_uvicorn,
+    spawn_gateway,
+    stop,
+    wait_healthy,
+    wait_listening,
+    wrk_requests,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 MCP_UPSTREAM = REPO / "tests" / "fixtures" / "mcp_upstream" / "mcpserver_http.py"
@@ -86,7 +97,7 @@ def serve_echo(port: int) -> None:
         return JSONResponse(await request.json())
 
     uvicorn.run(Starlette(routes=[Route("/echo", echo, methods=["POST"])]), host="127.0.0.1", port=port,
-                log_level="warning", access_log=False)
+                log_level="warning", access_log=False, **PLAIN_UVICORN)  # type: ignore[arg-type]
 
 
 def _session(url: str) -> str:
@@ -132,7 +143,7 @@ def main() -> None:
         quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
         try:
             processes.append(subprocess.Popen([sys.executable, __file__, "--serve-echo", str(echo_port)], **quiet))
-            processes.append(subprocess.Popen([sys.executable, str(MCP_UPSTREAM), str(mcp_port)], **quiet))
+            processes.append(subprocess.Popen(plain_uvicorn(MCP_UPSTREAM, str(mcp_port)), **quiet))
             wait_listening(processes[0], echo_port, "the echo upstream")
             wait_listening(processes[1], mcp_port, "the MCP upstream", timeout_s=60)
             env = {**os.environ, "TOOL_GATEWAY_STATE_DIR": str(tmp / "state"), "TOOL_GATEWAY_LOG_LEVEL": "warning"}

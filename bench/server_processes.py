@@ -18,6 +18,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+# uvicorn as ``pip install uvicorn`` runs it, h11 and asyncio, whatever else is installed here (the gateway brings
+# httptools and uvloop, which uvicorn's "auto" would take): the bare baselines and the upstreams keep the
+# configuration the issues measured them on, so that a figure moves only when the gateway does.
+PLAIN_UVICORN = {"http": "h11", "loop": "asyncio"}
+_PLAIN_LAUNCHER = ("import functools, os, runpy, sys, uvicorn; "
+                   "uvicorn.run = functools.partial(uvicorn.run, http='h11', loop='asyncio'); "
+                   "sys.argv = sys.argv[1:]; sys.path.insert(0, os.path.dirname(sys.argv[0])); "
+                   "runpy.run_path(sys.argv[0], run_name='__main__')")
+
+
+def plain_uvicorn(script: Path | str, *args: str) -> list[str]:
+    """The command that runs ``script`` (which serves with ``uvicorn.run``) on PLAIN_UVICORN."""
+    return [sys.executable, "-c", _PLAIN_LAUNCHER, str(script), *args]
+
 
 def free_port() -> int:
     """A port of 127.0.0.1 free now (for a child process to bind)."""

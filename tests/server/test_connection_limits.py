@@ -195,3 +195,25 @@ def test_serve_applies_the_header_timeout_from_its_settings(examples_dir):
     finally:
         process.terminate()
         process.wait(15)
+
+
+def test_auto_takes_httptools_and_uvloop_where_installed_and_falls_back_where_not(monkeypatch):
+    """`auto` is the C parser and loop when they import, h11 and asyncio when they do not; naming one that is
+    not installed is a settings error that says what to do."""
+    from gateway.server.http import connections
+    from gateway.settings import SettingsInvalid
+
+    assert connections.parser_and_loop(Settings()) == ("httptools", "uvloop")
+    assert connections.parser_and_loop(Settings(http_parser="h11", event_loop="asyncio")) == ("h11", "asyncio")
+    monkeypatch.setattr(connections, "_installed", lambda module: False)
+    assert connections.parser_and_loop(Settings()) == ("h11", "asyncio")
+    with pytest.raises(SettingsInvalid, match=r"'event_loop': uvloop is not installed here .* or use asyncio"):
+        connections.parser_and_loop(Settings(event_loop="uvloop"))
+
+
+def test_an_unknown_parser_is_refused_by_the_settings():
+    from gateway.settings import SettingsInvalid, load_settings
+
+    with pytest.raises(SettingsInvalid, match=r"setting 'http_parser': invalid value 'llhttp' \(use one of: auto, "
+                                              r"httptools, h11\)"):
+        load_settings(None, {"TOOL_GATEWAY_HTTP_PARSER": "llhttp"})
