@@ -49,17 +49,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from server_processes import (
-    PLAIN_UVICORN,
-    cpu_seconds,
-    free_port,
-    plain_uvicorn,
-    spawn_gateway,
-    stop,
-    wait_healthy,
-    wait_listening,
-    wrk_run,
-)
+import server_processes as servers
 
 from gateway.server.mcp.handlers import PAGE_SIZE
 
@@ -83,7 +73,7 @@ def serve_many(port: int, count: int) -> None:
         tool.__doc__ = f"Forecast number {n}: the weather of a city for some days, from service {n}."
         server.tool(name=f"forecast_{n}")(tool)
     uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="warning", access_log=False,
-                **PLAIN_UVICORN)  # type: ignore[arg-type]
+                **servers.PLAIN_UVICORN)  # type: ignore[arg-type]
 
 
 def serve_fastmcp_proxy(port: int, url: str, reuse: bool) -> None:
@@ -159,13 +149,13 @@ def measure(systems: list[System], method: str, params: dict[str, Any], duration
     rows: dict[str, dict[str, Any]] = {s.name: {"runs": [], "cpu": []} for s in systems}
     for _ in range(rounds):
         for system in systems:
-            cpu = cpu_seconds(system.process.pid) if system.process else None
+            cpu = servers.cpu_seconds(system.process.pid) if system.process else None
             bodies = [message(system, method, params | page) for page in pages(system, method, tools)]
-            run = wrk_run(system.url, bodies, system.headers(method, params.get("name")), duration, tmp)
+            run = servers.wrk_run(system.url, bodies, system.headers(method, params.get("name")), duration, tmp)
             run["requests"] /= len(bodies)
             rows[system.name]["runs"].append(run)
             if cpu is not None:
-                rows[system.name]["cpu"].append((cpu_seconds(system.process.pid) - cpu) / max(run["requests"], 1))
+                rows[system.name]["cpu"].append((servers.cpu_seconds(system.process.pid) - cpu) / max(run["requests"], 1))
     return rows
 
 
@@ -189,18 +179,18 @@ def scenario(kind: str, upstream_url: str, peers: list[str], args: argparse.Name
     defs = tmp / f"defs-{kind}"
     defs.mkdir()
     (defs / "upstream.yaml").write_text(f"sources:\n  - id: upstream\n    mcp: {{url: '{upstream_url}'}}\n")
-    port = free_port()
+    port = servers.free_port()
     env = {**os.environ, "TOOL_GATEWAY_STATE_DIR": str(tmp / f"state-{kind}"), "TOOL_GATEWAY_LOG_LEVEL": "warning"}
-    gateway = spawn_gateway(defs, port, "--no-reload", env=env)
+    gateway = servers.spawn_gateway(defs, port, "--no-reload", env=env)
     processes.append(gateway)
-    wait_healthy(f"http://127.0.0.1:{port}/healthz", gateway, "the gateway", timeout_s=300)
+    servers.wait_healthy(f"http://127.0.0.1:{port}/healthz", gateway, "the gateway", timeout_s=300)
     systems += [System("tool-gateway", f"http://127.0.0.1:{port}/mcp", gateway, paged=True),
                 System("tool-gateway 2026-07-28", f"http://127.0.0.1:{port}/mcp", gateway, MODERN, paged=True)]
     for label, reuse in (("fastmcp proxy", "0"), ("fastmcp proxy, one client", "1")):
-        proxy_port = free_port()
+        proxy_port = servers.free_port()
         processes.append(subprocess.Popen([sys.executable, __file__, "--serve", "fastmcp-proxy", str(proxy_port),
                                            upstream_url, reuse], **quiet))
-        wait_listening(processes[-1], proxy_port, label, timeout_s=120)
+        servers.wait_listening(processes[-1], proxy_port, label, timeout_s=120)
         systems.append(System(label, f"http://127.0.0.1:{proxy_port}/mcp", processes[-1]))
     for peer in peers:
         name, _, url = peer.partition("=")
@@ -235,17 +225,17 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as scratch:
             tmp = Path(scratch)
-            echo_port = args.upstream_port or free_port()
-            processes.append(subprocess.Popen(plain_uvicorn(ECHO_UPSTREAM, str(echo_port)), **quiet))
-            wait_listening(processes[-1], echo_port, "the echo upstream", timeout_s=60)
+            echo_port = args.upstream_port or servers.free_port()
+            processes.append(subprocess.Popen(servers.plain_uvicorn(ECHO_UPSTREAM, str(echo_port)), **quiet))
+            servers.wait_listening(processes[-1], echo_port, "the echo upstream", timeout_s=60)
             scenario("call", f"http://127.0.0.1:{echo_port}/mcp", args.peer, args, tmp, processes)
-            many_port = args.many_port or free_port()
+            many_port = args.many_port or servers.free_port()
             processes.append(subprocess.Popen([sys.executable, __file__, "--serve", "many", str(many_port),
                                                str(args.tools)], **quiet))
-            wait_listening(processes[-1], many_port, "the many-tools upstream", timeout_s=120)
+            servers.wait_listening(processes[-1], many_port, "the many-tools upstream", timeout_s=120)
             scenario("list", f"http://127.0.0.1:{many_port}/mcp", args.list_peer, args, tmp, processes)
     finally:
-        stop(*reversed(processes), timeout_s=10, kill=True)  # open MCP streams would hold a graceful stop
+        servers.stop(*reversed(processes), timeout_s=10, kill=True)  # open MCP streams would hold a graceful stop
     print(json.dumps({"python": sys.version.split()[0]}))
 
 
