@@ -17,7 +17,9 @@ import pytest
 from mcp import ClientSession
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
-from support import RunningServer, running
+from support import RunningServer, running, until_async
+
+from gateway.server.mcp import fast, streamed
 
 TOOLS = """
 tools:
@@ -41,6 +43,17 @@ tools:
     user_description: Talks to nobody.
     ai_description: Answers at once.
     binding: {python: talk_tools:plain}
+  - id: waits
+    name: Waits
+    user_description: Says it started, then waits.
+    ai_description: Says it started, then waits a minute.
+    binding: {python: talk_tools:waits}
+    timeout_s: 120
+  - id: silent
+    name: Silent
+    user_description: Could report progress, but takes its time saying nothing.
+    ai_description: Waits a little.
+    binding: {python: talk_tools:silent}
 """
 
 PYTHON = '''
@@ -65,6 +78,26 @@ async def ask_model(client) -> str:
 
 def plain() -> str:
     return "plain"
+
+
+async def waits(progress) -> str:
+    import asyncio
+    from pathlib import Path
+
+    await progress(0, 1, "started")
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        Path(__file__).with_name("cancelled").write_text("cancelled")
+        raise
+    return "waited"
+
+
+async def silent(progress) -> str:
+    import asyncio
+
+    await asyncio.sleep(0.7)
+    return "quietly done"
 '''
 
 SSE_ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -278,3 +311,94 @@ async def test_a_forged_or_oversized_request_state_only_makes_the_tool_ask_again
             result = answer.json()["result"]
             assert result["resultType"] == "input_required", result
             assert result["inputRequests"]["q0"]["params"]["message"] == "Your name?"
+
+
+MODERN_HEADERS = {**SSE_ACCEPT, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}
+
+
+@pytest.fixture
+def streamed_calls(monkeypatch) -> list[str]:
+    """The tools whose calls the fast path's streamed answer took (its ``answered``), for the test's requests."""
+    taken: list[str] = []
+    original = streamed.answered
+
+    async def recording(call, version, params, *rest):
+        taken.append(params["name"])
+        return await original(call, version, params, *rest)
+
+    monkeypatch.setattr(streamed, "answered", recording)
+    return taken
+
+
+def _modern_call(request_id: int, name: str, meta: dict[str, Any]) -> dict[str, Any]:
+    envelope = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}, **meta}
+    return _call(request_id, name, envelope)
+
+
+@pytest.mark.parametrize("meta", [
+    {"progressToken": "p-1", "io.modelcontextprotocol/logLevel": "info"},
+    {"progressToken": 7, "io.modelcontextprotocol/logLevel": "warning"},
+    {},  # nothing asked for: nothing is said, and the answer is JSON
+], ids=["progress-and-info", "warnings-only", "nothing-asked"])
+async def test_a_stateless_talking_call_is_answered_by_the_fast_path_as_by_the_sdk(served, monkeypatch, meta,
+                                                                                   streamed_calls):
+    """2026-07-28: a call of a tool that talks is taken by the fast path (no SDK dispatch) and answered exactly as
+    the SDK answers it: JSON while it has said nothing, an SSE stream of its notifications (progress with the
+    request's token, logs at the request's level and above) and then its result once it has."""
+    answers = []
+    for enabled in (True, False):
+        monkeypatch.setattr(fast, "ENABLED", enabled)
+        async with httpx.AsyncClient(base_url=served.url) as http:
+            answer = await http.post("/mcp", headers={**MODERN_HEADERS, "Mcp-Name": "steps"},
+                                     json=_modern_call(5, "steps", meta))
+        body = _events(answer.text) if answer.headers["content-type"].startswith("text/event-stream") else answer.json()
+        answers.append((answer.status_code, answer.headers["content-type"], body))
+    assert streamed_calls == ["steps"]  # the first request's: the second was the SDK's
+    assert answers[0] == answers[1]
+    status, content_type, body = answers[0]
+    if meta:
+        assert content_type == "text/event-stream"
+        said = [event["method"] for event in body[:-1]]
+        assert said == ["notifications/progress"] * 3 + ["notifications/message"] * (
+            2 if meta["io.modelcontextprotocol/logLevel"] == "info" else 1)
+        assert body[-1]["id"] == 5 and body[-1]["result"]["content"][0]["text"] == "done"
+    else:
+        assert (status, content_type, body["result"]["content"][0]["text"]) == (200, "application/json", "done")
+
+
+async def test_a_stateless_client_that_closes_its_answer_cancels_the_call(tmp_path: Path, streamed_calls):
+    """On 2026-07-28 a call is cancelled by closing its answer: the fast path's stream sees the client go and
+    cancels the tool mid-wait (the tool notes its cancellation), and the gateway goes on serving."""
+    (tmp_path / "tools.yaml").write_text(TOOLS)
+    (tmp_path / "python").mkdir()
+    (tmp_path / "python" / "talk_tools.py").write_text(textwrap.dedent(PYTHON))
+    with running(tmp_path) as server:
+        async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+            request = http.build_request("POST", "/mcp", headers={**MODERN_HEADERS, "Mcp-Name": "waits"},
+                                         json=_modern_call(1, "waits", {"progressToken": "w"}))
+            response = await http.send(request, stream=True)
+            assert response.headers["content-type"] == "text/event-stream"
+            async for line in response.aiter_lines():
+                if line.startswith("data:"):
+                    assert json.loads(line[5:])["params"]["message"] == "started"
+                    break
+            await response.aclose()
+            # Well within the call's own timeout (120 s), whose end would cancel the tool too.
+            await until_async(lambda: (tmp_path / "python" / "cancelled").exists(), "the tool's cancellation", 20)
+            again = await http.post("/mcp", headers={**MODERN_HEADERS, "Mcp-Name": "plain"},
+                                    json=_modern_call(2, "plain", {}))
+            assert again.json()["result"]["content"][0]["text"] == "plain"
+    assert streamed_calls == ["waits"]
+
+
+async def test_a_long_silent_stateless_call_is_kept_alive_with_pings(served, monkeypatch):
+    """A talking call that runs past the ping interval without a word is answered as SSE, a comment line each
+    interval (a proxy's idle-read timeout must not close it), its result last."""
+    monkeypatch.setattr(streamed, "PING_INTERVAL_S", 0.2)
+    async with httpx.AsyncClient(base_url=served.url) as http:
+        answer = await http.post("/mcp", headers={**MODERN_HEADERS, "Mcp-Name": "silent"},
+                                 json=_modern_call(3, "silent", {"progressToken": "s"}))
+    assert answer.headers["content-type"] == "text/event-stream"
+    assert answer.text.startswith(": ping\r\n\r\n")
+    assert [event["result"]["content"][0]["text"] for event in _events(answer.text)] == ["quietly done"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import mcp_types
@@ -84,19 +84,10 @@ class McpChannel(ClientChannel):
                                             related_request_id=ctx.request_id)
 
     async def request(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        what, capability, request_type, result_type = _REQUESTS.get(method, (method, None, None, None))
         session = self.ctx.session
-        if request_type is None:
-            raise ClientCannotAnswer(what, " (the gateway relays elicitation and sampling only)")
-        if getattr(session.client_capabilities, capability, None) is None:
-            raise ClientCannotAnswer(what, f" (it did not declare the {capability} capability)")
-        if self.rounds is None and not session.can_send_request:
-            raise ClientCannotAnswer(what, " (this call's answer has no stream for the question: the client must "
-                                           "accept text/event-stream)")
-        try:
-            request = request_type.model_validate({"method": method, "params": dict(params)}, by_name=False)
-        except ValidationError as exc:
-            raise ToolError(f"The {what} request is not valid MCP: {_first_error(exc)}") from None
+        what, request, result_type = question(
+            method, params, lambda capability: getattr(session.client_capabilities, capability, None) is not None,
+            reachable=self.rounds is not None or session.can_send_request)
         if self.rounds is not None:
             return self.rounds.answer(what, request, result_type)
         try:
@@ -107,6 +98,27 @@ class McpChannel(ClientChannel):
         except ValidationError as exc:
             raise ToolError(f"The calling client's answer to {what} is not valid MCP: {_first_error(exc)}") from None
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def question(method: str, params: Mapping[str, Any], declared: Callable[[str], bool],
+             reachable: bool = True) -> tuple[str, Any, Any]:
+    """A tool's request to its client, checked before it is asked: what it is called, the request (its model) and
+    its result's model. ``ClientCannotAnswer`` for a method the gateway does not relay, a capability the client
+    did not declare (``declared``) or a call whose answer cannot carry it (not ``reachable``), ``ToolError`` for
+    a request that is not valid MCP."""
+    what, capability, request_type, result_type = _REQUESTS.get(method, (method, None, None, None))
+    if request_type is None:
+        raise ClientCannotAnswer(what, " (the gateway relays elicitation and sampling only)")
+    if not declared(capability):
+        raise ClientCannotAnswer(what, f" (it did not declare the {capability} capability)")
+    if not reachable:
+        raise ClientCannotAnswer(what, " (this call's answer has no stream for the question: the client must "
+                                       "accept text/event-stream)")
+    try:
+        request = request_type.model_validate({"method": method, "params": dict(params)}, by_name=False)
+    except ValidationError as exc:
+        raise ToolError(f"The {what} request is not valid MCP: {_first_error(exc)}") from None
+    return what, request, result_type
 
 
 class InputRequired(QuestionAsked):
@@ -123,8 +135,9 @@ class Rounds:
     __slots__ = ("answers", "asked", "pending")
 
     def __init__(self, params: Any) -> None:
-        self.answers = _earlier(params.request_state)
-        for key, answer in (params.input_responses or {}).items():
+        # The fast path's plain call (``messages.PlainCall``) has neither: a call carrying them is the SDK's model.
+        self.answers = _earlier(getattr(params, "request_state", None))
+        for key, answer in (getattr(params, "input_responses", None) or {}).items():
             self.answers[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
         self.asked = 0
         self.pending: dict[str, Any] | None = None

@@ -12,7 +12,9 @@ What it takes — a request in the plainest form real clients send, where the SD
 - 2025-11-25 (or any handshake revision): an ``Mcp-Session-Id`` this replica holds (initialised, not ended) or
   one whose record another replica stored (``mcp.sessions``), exactly as the SDK path would serve it; the
   session's negotiated revision is the one its params are checked and its result shaped for;
-- params that the SDK's own validators (``mcp_types.methods``) accept for that revision.
+- params that the SDK's own validators (``mcp_types.methods``) accept for that revision;
+- a call of a tool that may talk to its client (``ToolHandlers.talks``) only on 2026-07-28, answered by
+  ``streamed`` (JSON, or SSE from its first notification); on 2025-11-25 its session's stream is the SDK's.
 
 Anything else — a batch, a notification, another method, a missing or odd header, a session this replica
 cannot vouch for, a tracer provider configured (the SDK's span) — goes to the SDK unchanged. ``ENABLED`` is the
@@ -37,9 +39,10 @@ import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from starlette.types import Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from ... import __version__
+from ...client_channel import SILENT, ClientChannel
 from ..http.auth import SCOPE_KEY
 from .handlers import ToolHandlers
 from .messages import (
@@ -50,6 +53,7 @@ from .messages import (
     ROUTING_HEADERS,
     ProtocolError,
     Types,
+    accepts_sse,
     call_shaped,
     coerce_id,
     duplicated,
@@ -67,8 +71,8 @@ log = logging.getLogger("gateway.mcp")
 # (bench_speed.py compares both in one run).
 ENABLED = os.environ.get("TOOL_GATEWAY_MCP_FAST", "1") != "0"
 # The SDK answers every request it is handed with one JSON body (``mcp.sdk``; a call of a tool that talks to its
-# client never reaches the fast path, ``ToolHandlers.talks``): the framing the fast path reproduces. With SSE answers
-# configured, it would step aside.
+# client, ``ToolHandlers.talks``, as SSE once it talks: on 2026-07-28 ``streamed`` does the same here, on 2025-11-25
+# the SDK takes it): the framing the fast path reproduces. With SSE answers configured, it would step aside.
 JSON_RESPONSES = True
 SERVER_NAME = "tool-gateway"
 SERVER_TITLE = "Tool gateway"
@@ -98,10 +102,12 @@ class FastPath:
                                                  title=SERVER_TITLE).model_dump(by_alias=True, mode="json",
                                                                                 exclude_none=True)
 
-    async def answer(self, scope: Scope, send: Send, message: Any, headers: Mapping[str, str],
-                     added: Sequence[tuple[bytes, bytes]] = ()) -> bool:
+    async def answer(self, scope: Scope, receive: Receive, send: Send, message: Any, headers: Mapping[str, str],
+                     added: Sequence[tuple[bytes, bytes]] = (), talks: bool = False) -> bool:
         """Answer ``message`` (a screened POST body; ``headers``: the request's ``first_headers``; ``added``:
-        headers to send after the answer's own) and say so, or leave it (False) to the SDK, untouched."""
+        headers to send after the answer's own) and say so, or leave it (False) to the SDK, untouched. ``talks``:
+        it calls a tool that may talk to its client, which only a 2026-07-28 request may bring here (``streamed``);
+        on 2025-11-25 such a call needs the session's stream, which is the SDK's."""
         if not ENABLED or not JSON_RESPONSES or self.traced or type(message) is not dict:
             return False
         if message.get("method") == "notifications/cancelled":
@@ -115,13 +121,14 @@ class FastPath:
         types = self.types or await self.loaded_types()
         requested = headers.get("mcp-protocol-version")
         if requested is not None and requested not in types.handshake:
-            return await self._modern(scope, send, headers, request, types, added)
-        return await self._legacy(scope, send, headers, request, types, added)
+            return await self._modern(scope, receive, send, headers, request, types, added, talks)
+        return not talks and await self._legacy(scope, send, headers, request, types, added)
 
     # -- the two revisions ----------------------------------------------------------------------------------
 
-    async def _modern(self, scope: Scope, send: Send, headers: Mapping[str, str],
-                      request: tuple[Any, str, Any], types: Types, added: Sequence[tuple[bytes, bytes]]) -> bool:
+    async def _modern(self, scope: Scope, receive: Receive, send: Send, headers: Mapping[str, str],
+                      request: tuple[Any, str, Any], types: Types, added: Sequence[tuple[bytes, bytes]],
+                      talks: bool) -> bool:
         request_id, method, params = request
         if duplicated(scope, ROUTING_HEADERS) or not self._envelope_agrees(headers, method, params, types):
             return False
@@ -133,8 +140,15 @@ class FastPath:
         typed = validated(types, method, version, params)
         if typed is None:
             return False
-        outcome = await self._outcome(scope, headers, request_id, method, version, typed, types, None,
-                                      params["_meta"][types.capabilities_key])
+        capabilities = params["_meta"][types.capabilities_key]
+        if talks:
+            from .streamed import answered  # the SDK's logging levels: imported once a talking call comes
+
+            await answered(lambda channel: self._outcome(scope, headers, request_id, method, version, typed, types,
+                                                         None, capabilities, channel),
+                           version, params, typed, receive, send, added, accepts_sse(headers))
+            return True
+        outcome = await self._outcome(scope, headers, request_id, method, version, typed, types, None, capabilities)
         status = MODERN_ERROR_STATUS.get(outcome.code, 200) if outcome.code is not None else 200
         await _respond(send, status, [(b"content-length", b"%d" % len(outcome.body)), (b"content-type", JSON_BYTES),
                                       *added], outcome.body)
@@ -182,7 +196,7 @@ class FastPath:
 
     async def _outcome(self, scope: Scope, headers: Mapping[str, str], request_id: Any, method: str, version: str,
                        typed: Any, types: Types, cancellable: tuple[str | None, str, Any] | None,
-                       capabilities: Any) -> _Outcome:
+                       capabilities: Any, client: ClientChannel = SILENT) -> _Outcome:
         modern = version in types.modern
         caller = scope[SCOPE_KEY]
         call = _Call() if cancellable is not None else None
@@ -193,10 +207,13 @@ class FastPath:
                 if method == "tools/list":
                     result = self._page(caller, headers, typed, version, types)
                 else:
-                    shaped = self._shaped(types, method, version,
-                                          await self.handlers.call_tool(caller, headers, request_id, typed,
-                                                                        capabilities=capabilities))
-                    result = to_json(shaped)
+                    called = await self.handlers.call_tool(caller, headers, request_id, typed, client, capabilities)
+                    # A talking call that asked its client something ends this round with the question (as
+                    # SdkServer.call_tool does): the streamed channel's Rounds.
+                    rounds = getattr(client, "rounds", None)
+                    if rounds is not None and rounds.pending:
+                        called = rounds.result()
+                    result = to_json(self._shaped(types, method, version, called))
             except asyncio.CancelledError:
                 if call is None or not call.taken():  # not (only) the client's cancellation: it goes on
                     raise

@@ -118,8 +118,16 @@ def plain_post(headers: Mapping[str, str]) -> bool:
     content_type = headers.get("content-type")
     if content_type is None or not content_type.startswith(JSON) or content_type.partition(";")[0].strip() != JSON:
         return False
-    accepted = {part.strip().split(";")[0].strip().lower() for part in headers.get("accept", "").split(",")}
-    return bool(accepted & {"*/*", JSON, "application/*"})
+    return bool(_accepted(headers) & {"*/*", JSON, "application/*"})
+
+
+def accepts_sse(headers: Mapping[str, str]) -> bool:
+    """Whether the ``Accept`` takes an SSE stream (as the SDK's ``check_accept_headers`` reads it)."""
+    return bool(_accepted(headers) & {"*/*", "text/event-stream", "text/*"})
+
+
+def _accepted(headers: Mapping[str, str]) -> set[str]:
+    return {part.strip().split(";")[0].strip().lower() for part in headers.get("accept", "").split(",")}
 
 
 def duplicated(scope: Scope, names: tuple[bytes, ...]) -> bool:

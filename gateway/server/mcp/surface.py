@@ -166,11 +166,14 @@ class McpSurface:
             await _jsonrpc_error(exc, scope, receive, refusing)
             return True
         scope[BODY_KEY] = body
-        if self.handlers.talks(message):  # the SDK's, to answer as SSE: the fast path answers JSON only
-            scope[TALKS_KEY] = True
-            return False
+        talks = self.handlers.talks(message)
         # A fast answer carries them itself, as adding() would place them: no wrapper per message.
-        return await self.fast.answer(scope, send, message, headers, () if added is None else (VARY_ORIGIN, *added))
+        if await self.fast.answer(scope, receive, send, message, headers,
+                                  () if added is None else (VARY_ORIGIN, *added), talks):
+            return True
+        if talks:  # the SDK answers it as SSE where the client takes that
+            scope[TALKS_KEY] = True
+        return False
 
     async def _authenticated(self, scope: Scope, receive: Receive, send: Send, headers: Mapping[str, str]) -> bool:
         """Leave the caller in the scope for the handlers; False once a refused key was answered (401)."""
