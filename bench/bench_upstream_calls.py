@@ -21,8 +21,9 @@ the gateway's CPU per call (from /proc: what one dedicated core would spend, imm
     local tool REST           wrk → gateway POST /tools/echo_local/call, a Python tool: the gateway's own floor
                               (what an upstream that cost nothing would leave), against echo direct
     echo MCP 2025 / 2026      wrk → gateway /mcp tools/call echo_http → POST /echo
-    mcp direct 2025           wrk → upstream /mcp tools/call echo (one 2025-11-25 session)
-    mcp via gateway 2025/2026 wrk → gateway /mcp tools/call echo → its pooled session → upstream
+    mcp direct 2025 / 2026    wrk → upstream /mcp tools/call echo (one 2025-11-25 session / stateless requests)
+    mcp via gateway 2025/2026 wrk → gateway /mcp tools/call echo → its pooled session → upstream; each against the
+                              direct row of the same revision (what its client would get calling the upstream)
 
 Targets (issue 29): an HTTP-bound tool >= 0.5x its direct call over REST and MCP with <= 1 ms of gateway CPU a
 call; a federated MCP tool >= 0.85x its direct call. wrk runs one thread, 16 connections, pinned to the last CPU;
@@ -173,6 +174,7 @@ def _rows(echo_port: int, mcp_port: int, gateway_port: int) -> dict[str, tuple[i
         rows[f"echo MCP {revision[:4]}"] = (gateway_port, "/mcp", body, headers)
     body, headers = _call("echo", LEGACY)
     rows["mcp direct 2025"] = (mcp_port, "/mcp", body, headers | {"Mcp-Session-Id": upstream_session})
+    rows["mcp direct 2026"] = (mcp_port, "/mcp", *_call("echo", MODERN))
     for revision in (LEGACY, MODERN):
         body, headers = _call("echo", revision)
         if revision == LEGACY:
@@ -200,7 +202,8 @@ def _report(measured: dict, duration: float, rounds: int) -> None:
           f"load average {os.getloadavg()[0]:.2f}")
     print(f"  {'':<22} {'best req/s':>10} {'x direct':>9} {'median x':>9} {'gateway CPU/call':>17}")
     for name, rates in per_s.items():
-        direct = "mcp direct 2025" if name.startswith("mcp") else "echo direct"
+        # A federated call against the upstream called directly on the client's own revision.
+        direct = f"mcp direct {name[-4:]}" if name.startswith("mcp") else "echo direct"
         ratio = max(rates) / max(per_s[direct])
         median = statistics.median(rate / base for rate, base in zip(rates, per_s[direct], strict=True))
         used = f"{min(cpu[name]) * 1000:14.3f} ms" if cpu[name] else ""
