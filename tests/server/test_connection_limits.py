@@ -200,11 +200,19 @@ def test_serve_applies_the_header_timeout_from_its_settings(examples_dir):
 def test_auto_takes_httptools_and_uvloop_where_installed_and_falls_back_where_not(monkeypatch):
     """`auto` is the C parser and loop when they import, h11 and asyncio when they do not; naming one that is
     not installed is a settings error that says what to do."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
     from gateway.server.http import connections
     from gateway.settings import SettingsInvalid
 
     assert connections.parser_and_loop(Settings()) == ("httptools", "uvloop")
     assert connections.parser_and_loop(Settings(http_parser="h11", event_loop="asyncio")) == ("h11", "asyncio")
+    # What serve() runs: the chosen parser's protocol, with the limits, on the chosen loop.
+    chosen = connections.server_config(None, Settings(), "127.0.0.1")
+    assert issubclass(chosen.http, HttpToolsProtocol) and issubclass(chosen.http, connections.HeadLimits)
+    assert chosen.loop == "uvloop"
+    plain = connections.server_config(None, Settings(http_parser="h11", event_loop="asyncio"), "127.0.0.1")
+    assert issubclass(plain.http, connections.H11HeadLimits) and plain.loop == "asyncio"
     monkeypatch.setattr(connections, "_installed", lambda module: False)
     assert connections.parser_and_loop(Settings()) == ("h11", "asyncio")
     with pytest.raises(SettingsInvalid, match=r"'event_loop': uvloop is not installed here .* or use asyncio"):

@@ -146,7 +146,7 @@ class FastPath:
 
             await answered(lambda channel: self._outcome(scope, headers, request_id, method, version, typed, types,
                                                          None, capabilities, channel),
-                           version, params, typed, receive, send, added, accepts_sse(headers))
+                           version, params, typed, capabilities, receive, send, added, accepts_sse(headers))
             return True
         outcome = await self._outcome(scope, headers, request_id, method, version, typed, types, None, capabilities)
         status = MODERN_ERROR_STATUS.get(outcome.code, 200) if outcome.code is not None else 200

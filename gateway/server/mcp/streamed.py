@@ -76,14 +76,12 @@ class StreamChannel(ClientChannel):
 
     __slots__ = ("answer", "capabilities", "levels", "progress_token", "rounds")
 
-    def __init__(self, answer: Answer, version: str, params: Mapping[str, Any], typed: Any) -> None:
-        meta = params.get("_meta")
-        meta = meta if type(meta) is dict else {}
+    def __init__(self, answer: Answer, version: str, params: Mapping[str, Any], typed: Any, capabilities: Any) -> None:
+        meta = params["_meta"]  # the envelope: the fast path takes no 2026-07-28 call without it
         self.answer = answer
         token = meta.get("progressToken")
         self.progress_token = token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
         self.levels = allowed_log_levels(version, meta)
-        capabilities = meta.get("io.modelcontextprotocol/clientCapabilities")
         self.capabilities = capabilities if type(capabilities) is dict else {}
         self.rounds = Rounds(typed)
 
@@ -115,12 +113,12 @@ class StreamChannel(ClientChannel):
 
 
 async def answered(call: Callable[[StreamChannel], Awaitable[tuple[bytes, int | None]]], version: str,
-                   params: Mapping[str, Any], typed: Any, receive: Receive, send: Send,
+                   params: Mapping[str, Any], typed: Any, capabilities: Any, receive: Receive, send: Send,
                    added: Sequence[tuple[bytes, bytes]], sse: bool) -> None:
     """Run ``call`` (its outcome: the JSON-RPC answer's bytes and its error's code) with a ``StreamChannel``, and
-    answer it (see the module's docstring)."""
+    answer it (see the module's docstring). ``capabilities``: the client's, from the request's envelope."""
     answer = Answer(send, added, sse)
-    channel = StreamChannel(answer, version, params, typed)
+    channel = StreamChannel(answer, version, params, typed, capabilities)
     task = asyncio.current_task()
     assert task is not None
     gone: list[bool] = []
