@@ -145,9 +145,10 @@ async def test_progress_and_logs_arrive_on_the_calls_stream_at_the_level_the_ses
         assert [(log.level, log.logger) for log in logs] == [("warning", "steps")]
 
 
-async def test_the_tool_asks_the_calling_clients_user_and_model(served):
+async def test_the_tool_asks_the_calling_clients_user_and_model(served, streamed_calls):
     """elicitation/create and sampling/createMessage go to the client that made the call, inside the call, and
-    the tool reads their answers."""
+    the tool reads their answers (on the fast path: the questions in the call's stream, their answers POSTed on
+    the session)."""
     asked: list[Any] = []
 
     async def on_elicit(context: Any, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
@@ -169,6 +170,7 @@ async def test_the_tool_asks_the_calling_clients_user_and_model(served):
     assert asked[0].message == "Your name?" and asked[0].requested_schema["required"] == ["name"]
     assert asked[1].max_tokens == 20 and asked[1].system_prompt == "Be brief"
     assert asked[1].messages[0].content.text == "Say hi"
+    assert streamed_calls == ["2025-11-25"] * 2
 
 
 async def test_a_client_without_the_capability_gets_an_error_result_at_once(served):
@@ -318,13 +320,14 @@ MODERN_HEADERS = {**SSE_ACCEPT, "MCP-Protocol-Version": "2026-07-28", "Mcp-Metho
 
 @pytest.fixture
 def streamed_calls(monkeypatch) -> list[str]:
-    """The tools whose calls the fast path's streamed answer took (its ``answered``), for the test's requests."""
+    """The revisions of the calls the fast path's streamed answer took (its ``answered``), for the test's
+    requests."""
     taken: list[str] = []
     original = streamed.answered
 
-    async def recording(call, version, params, *rest):
-        taken.append(params["name"])
-        return await original(call, version, params, *rest)
+    async def recording(call, channel, receive, send, added, sse, modern):
+        taken.append("2026-07-28" if modern else "2025-11-25")
+        return await original(call, channel, receive, send, added, sse, modern)
 
     monkeypatch.setattr(streamed, "answered", recording)
     return taken
@@ -354,7 +357,7 @@ async def test_a_stateless_talking_call_is_answered_by_the_fast_path_as_by_the_s
                                      json=_modern_call(5, "steps", meta))
         body = _events(answer.text) if answer.headers["content-type"].startswith("text/event-stream") else answer.json()
         answers.append((answer.status_code, answer.headers["content-type"], body))
-    assert streamed_calls == ["steps"]  # the first request's: the second was the SDK's
+    assert streamed_calls == ["2026-07-28"]  # the first request's: the second was the SDK's
     assert answers[0] == answers[1]
     status, content_type, body = answers[0]
     if meta:
@@ -389,7 +392,7 @@ async def test_a_stateless_client_that_closes_its_answer_cancels_the_call(tmp_pa
             again = await http.post("/mcp", headers={**MODERN_HEADERS, "Mcp-Name": "plain"},
                                     json=_modern_call(2, "plain", {}))
             assert again.json()["result"]["content"][0]["text"] == "plain"
-    assert streamed_calls == ["waits"]
+    assert streamed_calls == ["2026-07-28"]
 
 
 async def test_a_long_silent_stateless_call_is_kept_alive_with_pings(served, monkeypatch):
@@ -402,3 +405,73 @@ async def test_a_long_silent_stateless_call_is_kept_alive_with_pings(served, mon
     assert answer.headers["content-type"] == "text/event-stream"
     assert answer.text.startswith(": ping\r\n\r\n")
     assert [event["result"]["content"][0]["text"] for event in _events(answer.text)] == ["quietly done"]
+
+
+@pytest.mark.parametrize("meta", [{"progressToken": "p-1"}, {"progressToken": 7}, {}])
+async def test_a_session_talking_call_is_answered_by_the_fast_path_as_by_the_sdk(served, monkeypatch, meta,
+                                                                                 streamed_calls):
+    """2025-11-25: a call of a tool that talks, in a session held here, is taken by the fast path and answered as
+    the SDK answers it: the same notifications (progress with the request's token, the logs the session's level
+    lets through) and result, as SSE, each message as the SDK frames it."""
+    answers = []
+    async with httpx.AsyncClient(base_url=served.url) as http:
+        headers = await _session(http, {})
+        await http.post("/mcp", headers=headers, json={"jsonrpc": "2.0", "id": 9, "method": "logging/setLevel",
+                                                       "params": {"level": "warning"}})
+        for enabled in (True, False):
+            monkeypatch.setattr(fast, "ENABLED", enabled)
+            answer = await http.post("/mcp", headers=headers, json=_call(5, "steps", meta))
+            answers.append((answer.status_code, answer.headers["mcp-session-id"], _events(answer.text)))
+    assert streamed_calls == ["2025-11-25"]  # the first request's: the second was the SDK's
+    assert answers[0] == answers[1]
+    events = answers[0][2]
+    assert [event.get("method") for event in events[:-1]] == ["notifications/progress"] * 3 * bool(meta) + [
+        "notifications/message"]  # the warning: the info line is below the session's level
+    assert events[-1]["id"] == 5 and events[-1]["result"]["content"][0]["text"] == "done"
+
+
+async def test_an_answer_posted_on_another_session_never_reaches_the_question(served):
+    """A question's answer is taken only from the session (and key) the call was made in: the same answer POSTed
+    on another session goes to the SDK, which knows no such request, and the question still waits; on the
+    call's own session it is the tool's answer."""
+    async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
+        mine, other = await _session(http, {"elicitation": {}}), await _session(http, {"elicitation": {}})
+        async with http.stream("POST", "/mcp", headers=mine, json=_call(1, "ask_user")) as answer:
+            lines = answer.aiter_lines()
+            question = None
+            async for line in lines:
+                if line.startswith("data:"):
+                    question = json.loads(line[5:])
+                    break
+            assert question is not None and question["method"] == "elicitation/create"
+            reply = {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"name": "Eve"}}}
+            elsewhere = await http.post("/mcp", headers=other, json=reply)
+            assert elsewhere.status_code in (202, 400, 404)
+            reply["result"]["content"]["name"] = "Ada"
+            assert (await http.post("/mcp", headers=mine, json=reply)).status_code == 202
+            results = [json.loads(line[5:]) async for line in lines if line.startswith("data:")]
+    assert results[-1]["result"]["content"][0]["text"] == "accept: {'name': 'Ada'}"
+
+
+async def test_a_session_client_that_closes_its_stream_does_not_cancel_the_call(tmp_path: Path, streamed_calls):
+    """2025-11-25: closing a call's stream is not a cancellation (the spec says so; ``notifications/cancelled``
+    is): the tool runs on after the client left, and the session's cancellation then ends it."""
+    (tmp_path / "tools.yaml").write_text(TOOLS)
+    (tmp_path / "python").mkdir()
+    (tmp_path / "python" / "talk_tools.py").write_text(textwrap.dedent(PYTHON))
+    with running(tmp_path) as server:
+        async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+            headers = await _session(http, {})
+            async with http.stream("POST", "/mcp", headers=headers, json=_call(1, "waits", {"progressToken": "w"})
+                                   ) as response:
+                async for line in response.aiter_lines():
+                    if line.startswith("data:"):
+                        assert json.loads(line[5:])["params"]["message"] == "started"
+                        break
+            # The gateway has seen the disconnect once it answers the next request on the session.
+            assert (await http.post("/mcp", headers=headers, json=_call(2, "plain"))).json()["result"]["isError"] is False
+            assert not (tmp_path / "python" / "cancelled").exists()
+            await http.post("/mcp", headers=headers, json={"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                                           "params": {"requestId": 1}})
+            await until_async(lambda: (tmp_path / "python" / "cancelled").exists(), "the tool's cancellation", 20)
+    assert streamed_calls == ["2025-11-25"]

@@ -96,7 +96,7 @@ class McpChannel(ClientChannel):
         except MCPError as exc:
             raise ToolError(f"The calling client refused the {what} request: {exc.error.message}") from None
         except ValidationError as exc:
-            raise ToolError(f"The calling client's answer to {what} is not valid MCP: {_first_error(exc)}") from None
+            raise ToolError(f"The calling client's answer to {what} is not valid MCP: {first_error(exc)}") from None
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
@@ -117,7 +117,7 @@ def question(method: str, params: Mapping[str, Any], declared: Callable[[str], b
     try:
         request = request_type.model_validate({"method": method, "params": dict(params)}, by_name=False)
     except ValidationError as exc:
-        raise ToolError(f"The {what} request is not valid MCP: {_first_error(exc)}") from None
+        raise ToolError(f"The {what} request is not valid MCP: {first_error(exc)}") from None
     return what, request, result_type
 
 
@@ -172,7 +172,7 @@ def _earlier(state: str | None) -> dict[str, Any]:
     return {key: value for key, value in answers.items() if isinstance(value, dict)}
 
 
-def _first_error(exc: ValidationError) -> str:
+def first_error(exc: ValidationError) -> str:
     error = exc.errors()[0]
     where = ".".join(str(part) for part in error["loc"])
     return f"{where}: {error['msg']}" if where else error["msg"]

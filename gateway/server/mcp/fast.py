@@ -13,8 +13,10 @@ What it takes — a request in the plainest form real clients send, where the SD
   one whose record another replica stored (``mcp.sessions``), exactly as the SDK path would serve it; the
   session's negotiated revision is the one its params are checked and its result shaped for;
 - params that the SDK's own validators (``mcp_types.methods``) accept for that revision;
-- a call of a tool that may talk to its client (``ToolHandlers.talks``) only on 2026-07-28, answered by
-  ``streamed`` (JSON, or SSE from its first notification); on 2025-11-25 its session's stream is the SDK's.
+- a call of a tool that may talk to its client (``ToolHandlers.talks``), answered by ``streamed`` (JSON, or SSE
+  from its first notification); on 2025-11-25 only in a session this replica holds, whose client POSTs the answers
+  to its questions here (a JSON-RPC response naming a question that waits is taken here, any other goes to the
+  SDK).
 
 Anything else — a batch, a notification, another method, a missing or odd header, a session this replica
 cannot vouch for, a tracer provider configured (the SDK's span) — goes to the SDK unchanged. ``ENABLED`` is the
@@ -95,6 +97,8 @@ class FastPath:
         # (owner's key name, session id, request id) -> a call in flight: the owner is part of the key so that
         # another key's notifications/cancelled naming the session never finds (and ends) the owner's call.
         self._cancellable: dict[tuple[str | None, str, Any], _Call] = {}
+        self.log_levels: Any = None  # the SDK's ``channel.LogLevels`` (logging/setLevel of each session) while it runs
+        self._questions: Any = None  # ``streamed.Questions``, once a 2025 talking call came
 
     def types_loaded(self, types: Types) -> None:
         self.types = types
@@ -113,6 +117,8 @@ class FastPath:
         if message.get("method") == "notifications/cancelled":
             self._cancel(scope, headers, message)
             return False
+        if self._questions is not None and "method" not in message:
+            return await self._answer_to_question(scope, send, headers, message, added)
         request = request_of(message)
         if request is None:
             return False
@@ -122,7 +128,7 @@ class FastPath:
         requested = headers.get("mcp-protocol-version")
         if requested is not None and requested not in types.handshake:
             return await self._modern(scope, receive, send, headers, request, types, added, talks)
-        return not talks and await self._legacy(scope, send, headers, request, types, added)
+        return await self._legacy(scope, receive, send, headers, request, types, added, talks)
 
     # -- the two revisions ----------------------------------------------------------------------------------
 
@@ -142,11 +148,20 @@ class FastPath:
             return False
         capabilities = params["_meta"][types.capabilities_key]
         if talks:
-            from .streamed import answered  # the SDK's logging levels: imported once a talking call comes
+            from mcp.server.connection import allowed_log_levels  # imported once a talking call comes
 
+            from .channel import Rounds
+            from .streamed import StreamChannel, answered
+
+            meta = params["_meta"]  # the envelope: checked above
+            levels = allowed_log_levels(version, meta)  # only what the request's logLevel opted in to
+            declared = capabilities if type(capabilities) is dict else {}
             await answered(lambda channel: self._outcome(scope, headers, request_id, method, version, typed, types,
                                                          None, capabilities, channel),
-                           version, params, typed, capabilities, receive, send, added, accepts_sse(headers))
+                           lambda answer: StreamChannel(answer, meta, levels.__contains__,
+                                                        lambda capability: declared.get(capability) is not None,
+                                                        rounds=Rounds(typed)),
+                           receive, send, added, accepts_sse(headers), modern=True)
             return True
         outcome = await self._outcome(scope, headers, request_id, method, version, typed, types, None, capabilities)
         status = MODERN_ERROR_STATUS.get(outcome.code, 200) if outcome.code is not None else 200
@@ -154,8 +169,9 @@ class FastPath:
                                       *added], outcome.body)
         return True
 
-    async def _legacy(self, scope: Scope, send: Send, headers: Mapping[str, str],
-                      request: tuple[Any, str, Any], types: Types, added: Sequence[tuple[bytes, bytes]]) -> bool:
+    async def _legacy(self, scope: Scope, receive: Receive, send: Send, headers: Mapping[str, str],
+                      request: tuple[Any, str, Any], types: Types, added: Sequence[tuple[bytes, bytes]],
+                      talks: bool) -> bool:
         request_id, method, params = request
         session_id = headers.get("mcp-session-id")
         sessions = self.sessions
@@ -164,17 +180,61 @@ class FastPath:
         if session_id is None or sessions is None or "user" in scope:
             return False
         session = await sessions.fast_session(session_id, scope[SCOPE_KEY].name)
-        if session is None:
-            return False
+        if session is None or (talks and (session.connection is None or self.log_levels is None)):
+            return False  # a talking call's questions are answered on a session held here
         typed = validated(types, method, session.version, params)
         if typed is None:
             return False
         with session.serving():
             cancellable = (scope[SCOPE_KEY].name, session_id, coerce_id(request_id)) if session.held else None
+            if talks:
+                await self._legacy_talking(scope, receive, send, headers, request, typed, types, added, session,
+                                           cancellable)
+                return True
             outcome = await self._outcome(scope, headers, request_id, method, session.version, typed, types,
                                           cancellable, session.capabilities)
             await _respond(send, 200, [(b"content-type", JSON_BYTES), (b"mcp-session-id", session_id.encode("latin-1")),
                                        (b"content-length", b"%d" % len(outcome.body)), *added], outcome.body)
+        return True
+
+    async def _legacy_talking(self, scope: Scope, receive: Receive, send: Send, headers: Mapping[str, str],
+                              request: tuple[Any, str, Any], typed: Any, types: Types,
+                              added: Sequence[tuple[bytes, bytes]], session: Any, cancellable: Any) -> None:
+        """A 2025-11-25 call of a tool that may talk (``streamed``), in ``session``, held here: its log messages
+        as the session's ``logging/setLevel`` lets through, its questions asked on its stream."""
+        from mcp.server.connection import allowed_log_levels  # imported once a talking call comes
+
+        from .streamed import Questions, StreamChannel, answered
+
+        request_id, method, params = request
+        owner, session_id, version = scope[SCOPE_KEY].name, headers["mcp-session-id"], session.version
+        questions = self._questions = self._questions or Questions()
+        meta = params.get("_meta") if type(params) is dict else None
+        allowed = allowed_log_levels(version, meta if type(meta) is dict else None)
+        connection, log_levels, capabilities = session.connection, self.log_levels, session.capabilities
+
+        def channel(answer: Any) -> StreamChannel:
+            return StreamChannel(
+                answer, meta, lambda level: level in allowed and log_levels.allows(connection, level),
+                lambda capability: getattr(capabilities, capability, None) is not None,
+                ask=lambda *asked: questions.ask(owner, session_id, *asked))
+
+        await answered(lambda client: self._outcome(scope, headers, request_id, method, version, typed, types,
+                                                    cancellable, capabilities, client),
+                       channel, receive, send, ((b"mcp-session-id", session_id.encode("latin-1")), *added),
+                       accepts_sse(headers), modern=False)
+
+    async def _answer_to_question(self, scope: Scope, send: Send, headers: Mapping[str, str], message: dict[str, Any],
+                                  added: Sequence[tuple[bytes, bytes]]) -> bool:
+        """A client's answer to a question a fast call asked on its session (``streamed.Questions``): given to the
+        call and acknowledged (202, as the SDK acknowledges one); any other message goes to the SDK."""
+        session_id = headers.get("mcp-session-id")
+        if session_id is None or not plain_post(headers) or ("result" in message) == ("error" in message):
+            return False
+        if not self._questions.answered(scope[SCOPE_KEY].name, session_id, message):
+            return False
+        await _respond(send, 202, [(b"content-type", JSON_BYTES), (b"mcp-session-id", session_id.encode("latin-1")),
+                                   (b"content-length", b"0"), *added], b"")
         return True
 
     def _envelope_agrees(self, headers: Mapping[str, str], method: str, params: Any, types: Types) -> bool:

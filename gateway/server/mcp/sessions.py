@@ -71,6 +71,7 @@ class FastSession(NamedTuple):
     held: bool
     serving: Any  # () -> a context manager
     capabilities: Any = None  # the client's (``ClientCapabilities`` held here; their JSON from a record)
+    connection: Any = None  # the SDK's connection of a session held here (``SdkServer.track_connection``)
 
 
 
@@ -164,7 +165,7 @@ class SharedSessions:
                     or session_id in self.manager._session_owners or (idle is not None and idle.cancel_called)):
                 return None
             return FastSession(connection.protocol_version, True, lambda: self._serving(session_id, transport),
-                               connection.client_capabilities)
+                               connection.client_capabilities, connection)
         if not SESSION_ID_PATTERN.fullmatch(session_id):
             return None
         try:

@@ -103,6 +103,7 @@ class McpSurface:
             sdk = (await asyncio.to_thread(_import_sdk)).SdkServer(self.handlers, self.traced)
             async with sdk.run():
                 self.sdk, self.fast.sessions = sdk, sdk.sessions  # the fast path serves a session the SDK holds
+                self.fast.log_levels = sdk.log_levels
                 self._sdk_ready.set_result(sdk)
                 await stop.wait()
         except BaseException as exc:
@@ -117,7 +118,7 @@ class McpSurface:
                     future.cancel()
             raise
         finally:
-            self.sdk = self.fast.sessions = None
+            self.sdk = self.fast.sessions = self.fast.log_levels = None
 
     async def loaded_sdk(self) -> SdkServer:
         """The SDK's server, once imported and running (the first requests after a start wait for it)."""
