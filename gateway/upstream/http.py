@@ -140,7 +140,10 @@ class PlainTransport(httpx.AsyncBaseTransport):
             # One per host:port a tool (or a redirect it may follow) names: the definitions bound how many.
             origin = self.origins[key] = h1.Origin(httpx, *key, self.pool)
         timeouts = h1.Timeouts(**request.extensions.get("timeout", {}))
-        body = b"".join([chunk async for chunk in request.stream])  # type: ignore[union-attr]
+        try:
+            body = request.content  # read when the request was built from bytes (json, form, content)
+        except httpx.RequestNotRead:
+            body = b"".join([chunk async for chunk in request.stream])  # type: ignore[union-attr]
         head, connection = await origin.send(request.method.encode(), url.raw_path, request.headers.raw, body,
                                              timeouts)
         return httpx.Response(head.status_code, headers=list(head.headers),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
 import pytest
@@ -209,3 +209,24 @@ async def test_trailer_fields_are_not_headers_and_endless_ones_are_an_error() ->
     async with server, new_client() as client:
         with pytest.raises(httpx.RemoteProtocolError, match="trailer"):
             await client.get(f"http://127.0.0.1:{port}/")
+
+
+async def test_a_streamed_request_body_goes_out_whole_as_one_chunk() -> None:
+    """A body httpx has not read (an async iterator: sent chunked) is read and sent as one chunk and the last."""
+    received: list[bytes] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        received.append(await reader.readuntil(b"0\r\n\r\n"))
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    async def parts() -> AsyncIterator[bytes]:
+        yield b"hello, "
+        yield b"world"
+
+    server, port = await _serve(handle)
+    async with server, new_client() as client:
+        assert (await client.post(f"http://127.0.0.1:{port}/", content=parts())).status_code == 200
+    head, _, body = received[0].partition(b"\r\n\r\n")
+    assert b"transfer-encoding: chunked" in head.lower() and body == b"c\r\nhello, world\r\n0\r\n\r\n"
