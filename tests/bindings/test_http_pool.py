@@ -25,21 +25,28 @@ async def _serve(handler: Handler) -> tuple[asyncio.Server, int]:
     return server, server.sockets[0].getsockname()[1]
 
 
-def _answering(delay_s: float = 0.0, head: bytes = b"") -> Handler:
-    """Answers every request on a connection with ``ok`` (after ``delay_s``), ``head`` among its headers."""
+def _closing(serve: Handler) -> Handler:
+    """``serve`` as a connection's handler: a client that left is no error, and the connection is closed after."""
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            while await reader.readuntil(b"\r\n\r\n"):
-                await asyncio.sleep(delay_s)
-                answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n" + head + b"\r\nok"
-                for start in range(0, len(answer), 1000):  # in pieces, as a slow network delivers them
-                    writer.write(answer[start:start + 1000])
-                    await writer.drain()
+            await serve(reader, writer)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
             writer.close()
     return handle
+
+
+def _answering(delay_s: float = 0.0, head: bytes = b"") -> Handler:
+    """Answers every request on a connection with ``ok`` (after ``delay_s``), ``head`` among its headers."""
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await reader.readuntil(b"\r\n\r\n"):
+            await asyncio.sleep(delay_s)
+            answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n" + head + b"\r\nok"
+            for start in range(0, len(answer), 1000):  # in pieces, as a slow network delivers them
+                writer.write(answer[start:start + 1000])
+                await writer.drain()
+    return _closing(serve)
 
 
 async def test_a_request_waiting_for_a_connection_gets_the_one_given_back() -> None:
@@ -101,20 +108,15 @@ async def test_an_international_host_is_resolved_by_its_idna_2008_name(monkeypat
 def _once(answer: bytes, seen: list[int] | None = None) -> Handler:
     """Answers each connection's first request with ``answer`` as written, then reads on until the client closes;
     counts the connections in ``seen``."""
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if seen is not None:
             seen.append(1)
-        try:
-            await reader.readuntil(b"\r\n\r\n")
-            writer.write(answer)
-            await writer.drain()
-            while await reader.read(65536):
-                pass
-        except (asyncio.IncompleteReadError, ConnectionError):
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(answer)
+        await writer.drain()
+        while await reader.read(65536):
             pass
-        finally:
-            writer.close()
-    return handle
+    return _closing(serve)
 
 
 async def test_an_answer_to_head_ends_with_its_head_and_its_connection_is_not_kept() -> None:
@@ -193,19 +195,14 @@ async def test_trailer_fields_are_not_headers_and_endless_ones_are_an_error() ->
     assert answer.content == b"ok" and "x-trailer" not in answer.headers
 
     async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            await reader.readuntil(b"\r\n\r\n")
-            writer.write(chunked + b"x-trailer: ")
-            for _ in range(1_000):  # 1 MB of one field's value, trickled
-                writer.write(b"a" * 1_000)
-                await writer.drain()
-                await asyncio.sleep(0)
-        except ConnectionError:
-            pass
-        finally:
-            writer.close()
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(chunked + b"x-trailer: ")
+        for _ in range(1_000):  # 1 MB of one field's value, trickled
+            writer.write(b"a" * 1_000)
+            await writer.drain()
+            await asyncio.sleep(0)
 
-    server, port = await _serve(endless)
+    server, port = await _serve(_closing(endless))
     async with server, new_client() as client:
         with pytest.raises(httpx.RemoteProtocolError, match="trailer"):
             await client.get(f"http://127.0.0.1:{port}/")
