@@ -475,3 +475,27 @@ async def test_a_session_client_that_closes_its_stream_does_not_cancel_the_call(
                                                            "params": {"requestId": 1}})
             await until_async(lambda: (tmp_path / "python" / "cancelled").exists(), "the tool's cancellation", 20)
     assert streamed_calls == ["2025-11-25"]
+
+
+async def test_a_question_waiting_when_its_session_ends_ends_at_once(tmp_path: Path, streamed_calls):
+    """A session deleted while its call waits for an answer: nobody can answer any more, so the question ends then
+    with an error result the LLM can read, not at the tool's timeout (120 s)."""
+    (tmp_path / "tools.yaml").write_text(TOOLS.replace("binding: {python: talk_tools:ask_user}",
+                                                       "binding: {python: talk_tools:ask_user}\n    timeout_s: 120"))
+    (tmp_path / "python").mkdir()
+    (tmp_path / "python" / "talk_tools.py").write_text(textwrap.dedent(PYTHON))
+    with running(tmp_path) as server:
+        async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+            headers = await _session(http, {"elicitation": {}})
+            async with http.stream("POST", "/mcp", headers=headers, json=_call(1, "ask_user")) as answer:
+                lines = answer.aiter_lines()
+                async for line in lines:
+                    if line.startswith("data:"):
+                        assert json.loads(line[5:])["method"] == "elicitation/create"
+                        break
+                assert (await http.delete("/mcp", headers=headers)).status_code == 200
+                results = [json.loads(line[5:]) async for line in lines if line.startswith("data:")]
+    assert results[-1]["result"]["isError"] is True
+    assert results[-1]["result"]["content"][0]["text"] == (
+        "The calling client cannot answer elicitation (its session ended before it answered).")
+    assert streamed_calls == ["2025-11-25"]

@@ -217,7 +217,7 @@ class FastPath:
             return StreamChannel(
                 answer, meta, lambda level: level in allowed and log_levels.allows(connection, level),
                 lambda capability: getattr(capabilities, capability, None) is not None,
-                ask=lambda *asked: questions.ask(owner, session_id, *asked))
+                ask=lambda *asked: questions.ask(owner, session_id, connection, *asked))
 
         await answered(lambda client: self._outcome(scope, headers, request_id, method, version, typed, types,
                                                     cancellable, capabilities, client),

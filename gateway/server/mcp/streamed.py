@@ -83,9 +83,17 @@ class Questions:
     another key, or on another session, never reaches a call that is not its own."""
 
     def __init__(self) -> None:
-        self.waiting: dict[tuple[str | None, str, str], asyncio.Future[dict[str, Any]]] = {}
+        self.waiting: dict[tuple[str | None, str, str], asyncio.Future[dict[str, Any] | None]] = {}
         # The SDK numbers its own requests to a session 0, 1, …: these can never be one of them.
         self._ids = (f"gateway-{number}" for number in itertools.count())
+        self._watched: set[str] = set()  # sessions whose end ends their questions
+
+    def _ended(self, session_id: str) -> None:
+        """The session ended (the client's DELETE, its idle timeout): its questions will never be answered."""
+        self._watched.discard(session_id)
+        for (_, asked_in, _), future in self.waiting.items():
+            if asked_in == session_id and not future.done():
+                future.set_result(None)
 
     def answered(self, owner: str | None, session_id: str, message: dict[str, Any]) -> bool:
         """Give ``message`` (a JSON-RPC response) to the question it answers; False when none waits for it."""
@@ -96,11 +104,15 @@ class Questions:
         future.set_result(message)
         return True
 
-    async def ask(self, owner: str | None, session_id: str, answer: Answer, what: str, request: Any,
-                  result_type: Any) -> dict[str, Any]:
-        """Send ``request`` (an SDK request model) on the call's stream and wait for the client's answer."""
+    async def ask(self, owner: str | None, session_id: str, connection: Any, answer: Answer, what: str,
+                  request: Any, result_type: Any) -> dict[str, Any]:
+        """Send ``request`` (an SDK request model) on the call's stream and wait for the client's answer, as long as
+        the session (the SDK's ``connection`` of it) lasts."""
         if answer.gone:
             raise ClientCannotAnswer(what, " (the client closed this call's stream)")
+        if session_id not in self._watched:
+            self._watched.add(session_id)
+            connection.exit_stack.callback(self._ended, session_id)
         request_id = next(self._ids)
         key = (owner, session_id, request_id)
         self.waiting[key] = asyncio.get_running_loop().create_future()
@@ -111,6 +123,8 @@ class Questions:
             reply = await self.waiting[key]
         finally:
             del self.waiting[key]
+        if reply is None:
+            raise ClientCannotAnswer(what, " (its session ended before it answered)")
         error = reply.get("error")
         if error is not None:
             said = error.get("message") if type(error) is dict else None
