@@ -72,9 +72,9 @@ class Connection(asyncio.Protocol):
         self.reason = b""
         self.fields: list[tuple[bytes, bytes]] = []
         self.framed = False  # the answer says its length (Content-Length, or chunked)
-        self.head_bytes = 0
-        self.chunks: list[bytes] = []
-        self.buffered = 0
+        self.head_bytes = 0  # received while no head was whole (a bound on what the parser holds)
+        self.head_size = 0  # of the heads parsed (1xx ones too): a bound however the bytes arrived
+        self.pending = bytearray()  # body received, not yet read: memory as counted (not a list of small pieces)
         self.body_bytes = 0  # of the answer, so far
         self.chunk_lines = 0  # chunk-size lines parsed, so far
         self.framing_bytes = 0  # received since the head, past the body and ordinary chunk lines (see data_received)
@@ -156,18 +156,25 @@ class Connection(asyncio.Protocol):
 
     def on_status(self, reason: bytes) -> None:
         self.reason += reason
+        self.head_size += len(reason)
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if self.head is not None:
             return  # a trailer field (after a chunked body): httpx shows none either
+        self.head_size += len(name) + len(value) + 4
         self.fields.append((name, value))
         if name.lower() in (b"content-length", b"transfer-encoding"):
             self.framed = True
 
     def on_headers_complete(self) -> None:
         status = self.parser.get_status_code()
+        self.head_size += 16  # the status line's other parts
+        if self.head_size > MAX_HEAD_BYTES:
+            raise self.http.RemoteProtocolError(f"the answer's head is larger than {MAX_HEAD_BYTES} bytes")
         if status == 101:
             raise self.http.RemoteProtocolError("the server switched protocols, which no request asked for")
+        if status < 100:  # no such status: llhttp would read a body after it, into the answer that follows
+            raise self.http.RemoteProtocolError(f"invalid status code {status}")
         if status < 200:  # informational (100 Continue, 103 Early Hints): the answer follows
             self.reason, self.fields, self.framed = b"", [], False
             return
@@ -180,10 +187,11 @@ class Connection(asyncio.Protocol):
         self.chunk_lines += 1
 
     def on_body(self, body: bytes) -> None:
-        self.chunks.append(body)
-        self.buffered += len(body)
+        if self.head is None:  # llhttp reads none after a 1xx head; this is a guard for what it may allow
+            raise self.http.RemoteProtocolError("a body before the answer's head")
+        self.pending += body
         self.body_bytes += len(body)
-        if self.buffered > MAX_BUFFERED and self.transport is not None:
+        if len(self.pending) > MAX_BUFFERED and self.transport is not None:
             self.transport.pause_reading()
 
     def on_message_complete(self) -> None:
@@ -231,10 +239,9 @@ class Connection(asyncio.Protocol):
     async def chunk(self, timeout: float | None) -> bytes:
         """The body received since the last call; ``b""`` once the answer has ended."""
         while True:
-            if self.chunks:
-                data = self.chunks[0] if len(self.chunks) == 1 else b"".join(self.chunks)
-                paused = self.buffered > MAX_BUFFERED
-                self.chunks, self.buffered = [], 0
+            if self.pending:
+                data, paused = bytes(self.pending), len(self.pending) > MAX_BUFFERED
+                self.pending.clear()
                 if paused and not self.closed:
                     self.transport.resume_reading()  # type: ignore[union-attr]
                 return data
@@ -249,8 +256,13 @@ class Connection(asyncio.Protocol):
         return self.complete and self.reusable and self.failure is None and not self.closed
 
     def close(self) -> None:
+        """Close it; at once (a reset) when part of a request is still unsent: a graceful close would wait to send
+        it to an upstream that may never read it, and keep the socket and the bytes until then."""
         if self.transport is not None:
-            self.transport.close()
+            if self.transport.get_write_buffer_size():
+                self.transport.abort()
+            else:
+                self.transport.close()
 
     def _raise_failure(self) -> None:
         if self.failure is not None:
@@ -279,8 +291,7 @@ class Connection(asyncio.Protocol):
     def _fail(self, failure: BaseException) -> None:
         self.failure = failure
         self.reusable = False
-        if self.transport is not None:
-            self.transport.close()
+        self.close()
 
 
 def _expire(waiter: asyncio.Future[bool]) -> None:
@@ -305,6 +316,12 @@ def request(http: ModuleType, method: bytes, target: bytes, headers: Sequence[tu
             raise http.LocalProtocolError(f"illegal header value for {name.decode('latin-1')!r}")
         lowered = name.lower()
         if lowered in (b"content-length", b"transfer-encoding"):
+            # The framing the request says must be the one it has: a Content-Length shorter than the body sends the
+            # rest as a request of its own (smuggling), a longer one leaves the upstream waiting.
+            if lowered == b"content-length" and value != b"%d" % len(body):
+                raise http.LocalProtocolError(f"Content-Length {value!r} is not the body's length ({len(body)})")
+            if lowered == b"transfer-encoding" and value.lower() != b"chunked":
+                raise http.LocalProtocolError(f"unsupported Transfer-Encoding {value!r} (only chunked is sent)")
             framing = lowered if framing is None else b"both"
         lines += (name, b": ", value, b"\r\n")
     if framing == b"transfer-encoding":
