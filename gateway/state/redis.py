@@ -15,6 +15,7 @@ Redis is back.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -51,9 +52,16 @@ class RedisState:
         try:
             return await step
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            raise StateUnavailable(f"shared state (Redis at {self.where}) is unreachable: {exc}") from None
+            failure = StateUnavailable(f"shared state (Redis at {self.where}) is unreachable: {exc}")
         except RedisError as exc:  # an answer we did not expect (a read-only replica, OOM): as unavailable
-            raise StateUnavailable(f"shared state (Redis at {self.where}) failed: {exc}") from None
+            failure = StateUnavailable(f"shared state (Redis at {self.where}) failed: {exc}")
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # redis-py turns a cancellation that lands while it connects or reads into a connection error: told as
+            # StateUnavailable, a loop that retries on it (a subscription's) would swallow its task's cancellation
+            # and outlive the shutdown waiting for it.
+            raise asyncio.CancelledError
+        raise failure
 
     async def get(self, key: str) -> bytes | None:
         return await self._do(self.client.get(self.prefix + key))

@@ -172,3 +172,32 @@ async def test_a_refused_rate_limit_re_asserts_its_ttl(redis_server) -> None:
         assert 0 < await state.client.pttl("t:rate:tool:y") <= 60_000 + 1
     finally:
         await state.aclose()
+
+
+async def test_a_cancellation_redis_reports_as_a_connection_error_still_cancels() -> None:
+    """redis-py turns a cancellation that lands while it connects or reads into a connection error. Told as
+    ``StateUnavailable``, a loop retrying on it (the MCP sessions' subscription) swallowed its task's cancellation
+    and held a worker's shutdown for ever: the task's cancellation goes on instead. A failure of a task nobody
+    cancelled is still ``StateUnavailable``."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    store = RedisState("redis://127.0.0.1:1/0")
+
+    async def connecting() -> None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            raise RedisConnectionError("Connection closed by server.") from None
+
+    task = asyncio.create_task(store._do(connecting()))
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    async def refused() -> None:
+        raise RedisConnectionError("refused")
+
+    with pytest.raises(StateUnavailable):
+        await store._do(refused())
+    await store.aclose()
