@@ -499,3 +499,26 @@ async def test_a_question_waiting_when_its_session_ends_ends_at_once(tmp_path: P
     assert results[-1]["result"]["content"][0]["text"] == (
         "The calling client cannot answer elicitation (its session ended before it answered).")
     assert streamed_calls == ["2025-11-25"]
+
+
+@pytest.mark.parametrize("reply, said", [
+    ({"error": {"code": -1, "message": "the user is away"}},
+     "The calling client refused the elicitation request: the user is away"),
+    ({"result": {"action": "maybe"}}, "The calling client's answer to elicitation is not valid MCP: action:"),
+])
+async def test_a_refused_or_malformed_answer_is_the_tools_error(served, reply, said):
+    """A client answering a 2025-11-25 fast call's question with an error, or with what is not the result MCP
+    defines for it: the tool's error result says which, as on the SDK's path."""
+    async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
+        headers = await _session(http, {"elicitation": {}})
+        async with http.stream("POST", "/mcp", headers=headers, json=_call(1, "ask_user")) as answer:
+            lines = answer.aiter_lines()
+            async for line in lines:
+                if line.startswith("data:"):
+                    question = json.loads(line[5:])
+                    break
+            posted = await http.post("/mcp", headers=headers, json={"jsonrpc": "2.0", "id": question["id"], **reply})
+            assert posted.status_code == 202
+            results = [json.loads(line[5:]) async for line in lines if line.startswith("data:")]
+    assert results[-1]["result"]["isError"] is True
+    assert results[-1]["result"]["content"][0]["text"].startswith(said)

@@ -94,9 +94,9 @@ class McpChannel(ClientChannel):
             result = await session.send_request(request, result_type,
                                                 metadata=ServerMessageMetadata(related_request_id=self.ctx.request_id))
         except MCPError as exc:
-            raise ToolError(f"The calling client refused the {what} request: {exc.error.message}") from None
+            raise refused(what, exc.error.message) from None
         except ValidationError as exc:
-            raise ToolError(f"The calling client's answer to {what} is not valid MCP: {first_error(exc)}") from None
+            raise not_mcp(what, exc) from None
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
@@ -170,6 +170,16 @@ def _earlier(state: str | None) -> dict[str, Any]:
     if not isinstance(answers, dict):
         return {}
     return {key: value for key, value in answers.items() if isinstance(value, dict)}
+
+
+def refused(what: str, said: str) -> ToolError:
+    """The tool's error when its client answered a question with an error (either path: SDK or fast)."""
+    return ToolError(f"The calling client refused the {what} request: {said}")
+
+
+def not_mcp(what: str, exc: ValidationError) -> ToolError:
+    """The tool's error when its client's answer to a question is not the result MCP defines for it."""
+    return ToolError(f"The calling client's answer to {what} is not valid MCP: {first_error(exc)}")
 
 
 def first_error(exc: ValidationError) -> str:

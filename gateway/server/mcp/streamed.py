@@ -28,8 +28,7 @@ from pydantic import ValidationError
 from starlette.types import Receive, Send
 
 from ...client_channel import ClientCannotAnswer, ClientChannel
-from ...errors import ToolError
-from .channel import Rounds, first_error, question
+from .channel import Rounds, not_mcp, question, refused
 from .messages import JSON_BYTES, MODERN_ERROR_STATUS, to_json
 
 PING_INTERVAL_S = 15.0  # the SDK's _SSE_PING_INTERVAL
@@ -128,12 +127,12 @@ class Questions:
         error = reply.get("error")
         if error is not None:
             said = error.get("message") if type(error) is dict else None
-            raise ToolError(f"The calling client refused the {what} request: {said if type(said) is str else error}")
+            raise refused(what, said if type(said) is str else str(error))
         try:
             return result_type.model_validate(reply.get("result"), by_name=False).model_dump(
                 by_alias=True, mode="json", exclude_none=True)
         except ValidationError as exc:
-            raise ToolError(f"The calling client's answer to {what} is not valid MCP: {first_error(exc)}") from None
+            raise not_mcp(what, exc) from None
 
 
 Asker = Callable[[Answer, str, Any, Any], Awaitable[dict[str, Any]]]
