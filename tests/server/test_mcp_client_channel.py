@@ -215,6 +215,18 @@ def _events(body: str) -> list[dict[str, Any]]:
     return [json.loads(line[5:]) for line in body.splitlines() if line.startswith("data:") and line[5:].strip()]
 
 
+async def _next_event(lines: Any) -> dict[str, Any]:
+    """The next message of an SSE answer being read (``lines``: its ``aiter_lines()``)."""
+    async for line in lines:
+        if line.startswith("data:"):
+            return json.loads(line[5:])
+    raise AssertionError("the stream ended without another message")
+
+
+async def _rest(lines: Any) -> list[dict[str, Any]]:
+    return [json.loads(line[5:]) async for line in lines if line.startswith("data:")]
+
+
 async def test_only_a_talking_call_is_answered_as_sse_and_only_when_the_client_accepts_it(served):
     """A plain call stays JSON (the fast path's answer); a talking one is an SSE stream carrying its progress
     before its answer; a client accepting only JSON gets JSON, with nothing else in it and its question refused."""
@@ -438,18 +450,14 @@ async def test_an_answer_posted_on_another_session_never_reaches_the_question(se
         mine, other = await _session(http, {"elicitation": {}}), await _session(http, {"elicitation": {}})
         async with http.stream("POST", "/mcp", headers=mine, json=_call(1, "ask_user")) as answer:
             lines = answer.aiter_lines()
-            question = None
-            async for line in lines:
-                if line.startswith("data:"):
-                    question = json.loads(line[5:])
-                    break
-            assert question is not None and question["method"] == "elicitation/create"
+            question = await _next_event(lines)
+            assert question["method"] == "elicitation/create"
             reply = {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"name": "Eve"}}}
             elsewhere = await http.post("/mcp", headers=other, json=reply)
             assert elsewhere.status_code in (202, 400, 404)
             reply["result"]["content"]["name"] = "Ada"
             assert (await http.post("/mcp", headers=mine, json=reply)).status_code == 202
-            results = [json.loads(line[5:]) async for line in lines if line.startswith("data:")]
+            results = await _rest(lines)
     assert results[-1]["result"]["content"][0]["text"] == "accept: {'name': 'Ada'}"
 
 
@@ -489,12 +497,9 @@ async def test_a_question_waiting_when_its_session_ends_ends_at_once(tmp_path: P
             headers = await _session(http, {"elicitation": {}})
             async with http.stream("POST", "/mcp", headers=headers, json=_call(1, "ask_user")) as answer:
                 lines = answer.aiter_lines()
-                async for line in lines:
-                    if line.startswith("data:"):
-                        assert json.loads(line[5:])["method"] == "elicitation/create"
-                        break
+                assert (await _next_event(lines))["method"] == "elicitation/create"
                 assert (await http.delete("/mcp", headers=headers)).status_code == 200
-                results = [json.loads(line[5:]) async for line in lines if line.startswith("data:")]
+                results = await _rest(lines)
     assert results[-1]["result"]["isError"] is True
     assert results[-1]["result"]["content"][0]["text"] == (
         "The calling client cannot answer elicitation (its session ended before it answered).")
@@ -513,12 +518,9 @@ async def test_a_refused_or_malformed_answer_is_the_tools_error(served, reply, s
         headers = await _session(http, {"elicitation": {}})
         async with http.stream("POST", "/mcp", headers=headers, json=_call(1, "ask_user")) as answer:
             lines = answer.aiter_lines()
-            async for line in lines:
-                if line.startswith("data:"):
-                    question = json.loads(line[5:])
-                    break
+            question = await _next_event(lines)
             posted = await http.post("/mcp", headers=headers, json={"jsonrpc": "2.0", "id": question["id"], **reply})
             assert posted.status_code == 202
-            results = [json.loads(line[5:]) async for line in lines if line.startswith("data:")]
+            results = await _rest(lines)
     assert results[-1]["result"]["isError"] is True
     assert results[-1]["result"]["content"][0]["text"].startswith(said)
