@@ -284,12 +284,12 @@ def _search(args: argparse.Namespace) -> int:
     catalog = _catalog(args)
     found = index_of(catalog, _settings(args).tool_search.dense).search(args.text, args.k, "all", lambda tool: True)
     if args.json:
-        print(json.dumps({"tools": [{**hit.tool.describe(), "score": round(hit.score, 4)} for hit in found]},
-                         indent=2, ensure_ascii=False))
+        print(json.dumps({"tools": [hit.entry() for hit in found]}, indent=2, ensure_ascii=False))
         return 0
     width = max((len(hit.tool.id) for hit in found), default=2)
     for hit in found:
-        print(f"{hit.score:7.3f}  {hit.tool.id:<{width}}  {hit.tool.definition.name}")
+        alike = f"  (alike: {', '.join(tool.id for tool in hit.alike)})" if hit.alike else ""
+        print(f"{hit.score:7.3f}  {hit.tool.id:<{width}}  {hit.tool.definition.name}{alike}")
     return 0 if found else 1
 
 

@@ -22,7 +22,7 @@ import bm25s
 import numpy as np
 
 from .bounds import MAX_K
-from .text import query_terms, tool_terms, tool_text
+from .text import alike_terms, query_parts, query_terms, tool_terms, tool_text
 
 if TYPE_CHECKING:
     from ..catalog.snapshot import Catalog, Tool
@@ -33,12 +33,23 @@ K1, B = 1.2, 0.75
 # Dense fusion, tuned on the tune split: each ranking's best FUSED enter, rank r of BM25 counts 1/(RRF_K + r), of
 # the dense model DENSE_WEIGHT/(RRF_K + r); a tool nearer than MIN_SIMILARITY to nothing in the query is no fit.
 FUSED, RRF_K, DENSE_WEIGHT, MIN_SIMILARITY = 50, 20, 0.5, 0.2
+# A request of several parts: its best-fitting part counts as much as the whole request.
+PART_WEIGHT = 1.0
+# Two tools of one name whose descriptions share this share of their terms (of those either has) are one tool
+# offered twice.
+ALIKE = 0.5
 
 
 @dataclass(frozen=True)
 class Found:
     tool: Tool
     score: float
+    alike: tuple[Tool, ...] = ()  # found too, and folded into this one: the same tool offered again
+
+    def entry(self) -> dict[str, Any]:
+        """What REST and the CLI answer for it: the tool's listing entry, its score, and the ids folded into it."""
+        alike = {"alike": [tool.id for tool in self.alike]} if self.alike else {}
+        return {**self.tool.describe(), "score": round(self.score, 4), **alike}
 
 
 class ToolIndex:
@@ -51,24 +62,42 @@ class ToolIndex:
         documents = [tool.memo("search:terms", lambda tool=tool: tool_terms(tool.describe())) for tool in tools]
         if tools:
             self._bm25.index(documents, show_progress=False)
+        self._alike = [tool.memo("search:alike", lambda tool=tool: alike_terms(tool.describe())) for tool in tools]
         self._vectors = _vectors(tools) if dense and tools else None
         self._masks: OrderedDict[Hashable, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
     def search(self, query: str, k: int, mask_key: Hashable, allowed: Callable[[Tool], bool]) -> list[Found]:
         """The ``k`` tools best matching ``query`` among those ``allowed`` (whose mask is kept under
-        ``mask_key``), best first; none for a query of no known term."""
-        terms = query_terms(query)
-        if not terms or not self.tools:
+        ``mask_key``), best first, tools offered twice folded into one; none for a query of no known term."""
+        if not self.tools or not query_terms(query):
             return []
         mask = self._mask(mask_key, allowed)
-        scores = self._bm25.get_scores(terms, weight_mask=mask)
-        k = max(1, min(k, MAX_K, len(scores)))
+        lexical = self._lexical(query, mask)
+        k = max(1, min(k, MAX_K, len(self.tools)))
         if self._vectors is not None:
-            return self._fused(query, scores, mask, k)
-        return [Found(self.tools[i], float(scores[i])) for i in _best(scores, k) if scores[i] > 0]
+            fused = self._fused(query, lexical, mask)
+            return self._distinct(sorted(fused, key=lambda i: (-fused[i], i)), lambda i: fused[i] * RRF_K, k)
+        # Enough candidates that folding tools offered twice still leaves k: a few times k, most often.
+        ranked = [i for i in _best(lexical, min(len(lexical), 5 * k + 50)) if lexical[i] > 0]
+        return self._distinct(ranked, lambda i: float(lexical[i]), k)
 
-    def _fused(self, query: str, lexical: np.ndarray, mask: np.ndarray, k: int) -> list[Found]:
+    def _lexical(self, query: str, mask: np.ndarray) -> np.ndarray:
+        """BM25's scores for the request; for a request of several parts, each relative to its best, the whole
+        request's plus its best-fitting part's (``PART_WEIGHT``): a tool that fits one thing asked for outranks
+        those that fit words scattered over the request."""
+        scores = self._bm25.get_scores(query_terms(query), weight_mask=mask)
+        parts = query_parts(query)
+        if not parts or scores.max() <= 0:
+            return scores
+        scores, best = scores / scores.max(), np.zeros_like(scores)
+        for part in parts:
+            fits = self._bm25.get_scores(part, weight_mask=mask)
+            if fits.max() > 0:
+                np.maximum(best, fits / fits.max(), out=best)
+        return scores + PART_WEIGHT * best
+
+    def _fused(self, query: str, lexical: np.ndarray, mask: np.ndarray) -> dict[int, float]:
         """Reciprocal-rank fusion of BM25's best and the dense model's nearest (those the caller may use)."""
         from .dense import embed
 
@@ -80,8 +109,24 @@ class ToolIndex:
             fused[i] = fused.get(i, 0.0) + 1 / (RRF_K + rank)
         for rank, i in enumerate(i for i in _best(similarity, FUSED) if similarity[i] >= MIN_SIMILARITY):
             fused[i] = fused.get(i, 0.0) + DENSE_WEIGHT / (RRF_K + rank)
-        ranked = sorted(fused, key=lambda i: (-fused[i], i))[:k]
-        return [Found(self.tools[i], round(fused[i] * RRF_K, 6)) for i in ranked]
+        return fused
+
+    def _distinct(self, ranked: list[int], score: Callable[[int], float], k: int) -> list[Found]:
+        """The first ``k`` of ``ranked`` that are not a better one offered again — the same name, descriptions
+        sharing at least ``ALIKE`` of their terms (two sources of one tool, two versions of it): such a tool is
+        folded into the better one's ``alike`` rather than taking one of the ``k`` places."""
+        kept: list[tuple[int, list[Tool]]] = []
+        for i in ranked:
+            name, words = self._alike[i]
+            same = next((alike for j, alike in kept if self._alike[j][0] == name
+                         and len(words & self._alike[j][1]) >= ALIKE * len(words | self._alike[j][1])), None)
+            if same is not None:
+                same.append(self.tools[i])
+            elif len(kept) < k:
+                kept.append((i, []))
+            else:
+                break
+        return [Found(self.tools[i], round(score(i), 6), tuple(alike)) for i, alike in kept]
 
     def _mask(self, key: Hashable, allowed: Callable[[Tool], bool]) -> np.ndarray:
         with self._lock:

@@ -23,6 +23,8 @@ WEIGHTS = {"id": 1, "name": 1, "description": 1, "user_description": 1, "paramet
 MAX_QUERY_CHARS = 4_096  # a conversation is searched by its last words: what is asked now
 MAX_DEPTH = 4  # nested parameter objects read this deep: deeper names rarely say what a tool is for
 MAX_FIELD_CHARS = 8_192  # of one description: an essay pasted as a description is not read whole
+MAX_PARTS = 8  # of a request that asks for several things, its last parts are searched apart (what is asked now)
+ALIKE_TERMS = 64  # a description's first distinct terms: what two tools' descriptions are compared by
 
 # One pass: an acronym before a capitalised word (HTTPServer: HTTP, Server), a capitalised or lowercase word (any
 # script's letters), an acronym, digits, and what is left of letters (ÉCOLE).
@@ -64,9 +66,31 @@ def _terms(text: str) -> list[str]:
     return _stemmer().stemWords([word for word in words(text) if word not in STOPWORDS])
 
 
+# Where a request goes on to ask for something else: a sentence's end, a line's, and the words that begin a next
+# request. Single characters and fixed words only: no pattern here can backtrack over a run of spaces.
+_SENTENCE_END = re.compile(r"(?<=[.?!;])\s|\n")
+_NEXT_ASK = re.compile(r"\b(?:then|also|additionally|secondly|thirdly|lastly|finally|after that|next)\b", re.IGNORECASE)
+
+
 def query_terms(text: str) -> list[str]:
     """The terms of a request (its last ``MAX_QUERY_CHARS`` characters)."""
     return terms(text[-MAX_QUERY_CHARS:])
+
+
+def query_parts(text: str) -> list[list[str]]:
+    """The terms of each part of a request that asks for several things ("First, the factorial of 7. Then find
+    me a flute"), its last ``MAX_PARTS`` parts of two terms or more; none for a request of one part."""
+    parts = [terms(part) for sentence in _SENTENCE_END.split(text[-MAX_QUERY_CHARS:])
+             for part in _NEXT_ASK.split(sentence)]
+    parts = [part for part in parts if len(part) >= 2]
+    return parts[-MAX_PARTS:] if len(parts) >= 2 else []
+
+
+def alike_terms(described: Mapping[str, Any]) -> tuple[str, frozenset[str]]:
+    """What tells one tool from another offered twice: its name (case aside) and its description's first
+    ``ALIKE_TERMS`` distinct terms."""
+    description = terms(str(described.get("ai_description", "")))
+    return str(described.get("name", "")).casefold(), frozenset(list(dict.fromkeys(description))[:ALIKE_TERMS])
 
 
 def tool_terms(described: Mapping[str, Any]) -> list[str]:
@@ -109,3 +133,4 @@ def tool_text(described: Mapping[str, Any]) -> str:
         if isinstance(schema.get("description"), str):
             parts.append(schema["description"][:MAX_FIELD_CHARS])
     return " ".join(parts)[:4 * MAX_FIELD_CHARS]
+

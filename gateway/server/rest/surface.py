@@ -152,7 +152,8 @@ class RestApi:
 
     async def search_tools(self, request: Request) -> Response:
         """``?q=TEXT&k=N`` (and ``toolset``/``tag`` filters): ``{"tools": [...]}``, the best ``k`` of the tools this
-        caller may use, best first, each its listing entry with its ``score`` (``gateway.search``)."""
+        caller may use, best first, each its listing entry with its ``score`` and the ids of the tools folded into it as
+        the same tool offered again (``alike``; ``gateway.search``)."""
         caller = await self.caller(request)
         query = request.query_params
         text = query.get("q", "")
@@ -162,7 +163,7 @@ class RestApi:
         toolsets, tags = _listed(query.getlist("toolset")), _listed(query.getlist("tag"))
         catalog = self.gateway.catalog
         found = await self.gateway.searches.search(catalog, text, k, **scoped(caller, catalog, toolsets, tags))
-        return json_response({"tools": [{**hit.tool.describe(), "score": round(hit.score, 4)} for hit in found]})
+        return json_response({"tools": [hit.entry() for hit in found]})
 
     async def get_tool(self, request: Request) -> Response:
         caller = await self.caller(request)
