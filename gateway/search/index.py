@@ -62,7 +62,6 @@ class ToolIndex:
         documents = [tool.memo("search:terms", lambda tool=tool: tool_terms(tool.describe())) for tool in tools]
         if tools:
             self._bm25.index(documents, show_progress=False)
-        self._alike = [tool.memo("search:alike", lambda tool=tool: alike_terms(tool.describe())) for tool in tools]
         self._vectors = _vectors(tools) if dense and tools else None
         self._masks: OrderedDict[Hashable, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
@@ -115,18 +114,20 @@ class ToolIndex:
         """The first ``k`` of ``ranked`` that are not a better one offered again — the same name, descriptions
         sharing at least ``ALIKE`` of their terms (two sources of one tool, two versions of it): such a tool is
         folded into the better one's ``alike`` rather than taking one of the ``k`` places."""
-        kept: list[tuple[int, list[Tool]]] = []
+        kept: list[tuple[tuple[str, frozenset[str]], int, list[Tool]]] = []
         for i in ranked:
-            name, words = self._alike[i]
-            same = next((alike for j, alike in kept if self._alike[j][0] == name
-                         and len(words & self._alike[j][1]) >= ALIKE * len(words | self._alike[j][1])), None)
+            tool = self.tools[i]
+            # Read from a tool when it is first a candidate, then kept on it: no cost to the index's build.
+            name, words = tool.memo("search:alike", lambda tool=tool: alike_terms(tool.describe()))
+            same = next((alike for (other, its), _, alike in kept if other == name
+                         and len(words & its) >= ALIKE * len(words | its)), None)
             if same is not None:
-                same.append(self.tools[i])
+                same.append(tool)
             elif len(kept) < k:
-                kept.append((i, []))
+                kept.append(((name, words), i, []))
             else:
                 break
-        return [Found(self.tools[i], round(score(i), 6), tuple(alike)) for i, alike in kept]
+        return [Found(self.tools[i], round(score(i), 6), tuple(alike)) for _, i, alike in kept]
 
     def _mask(self, key: Hashable, allowed: Callable[[Tool], bool]) -> np.ndarray:
         with self._lock:
