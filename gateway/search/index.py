@@ -22,7 +22,7 @@ import bm25s
 import numpy as np
 
 from .bounds import MAX_K
-from .text import alike_terms, query_parts, query_terms, tool_terms, tool_text
+from .text import ToolTerms, query_parts, query_terms, tool_terms, tool_text
 
 if TYPE_CHECKING:
     from ..catalog.snapshot import Catalog, Tool
@@ -59,9 +59,8 @@ class ToolIndex:
     def __init__(self, tools: list[Tool], dense: bool = False):
         self.tools = tools
         self._bm25 = bm25s.BM25(k1=K1, b=B)
-        documents = [tool.memo("search:terms", lambda tool=tool: tool_terms(tool.describe())) for tool in tools]
         if tools:
-            self._bm25.index(documents, show_progress=False)
+            self._bm25.index([_terms(tool).document for tool in tools], show_progress=False)
         self._vectors = _vectors(tools) if dense and tools else None
         self._masks: OrderedDict[Hashable, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
@@ -117,8 +116,8 @@ class ToolIndex:
         kept: list[tuple[tuple[str, frozenset[str]], int, list[Tool]]] = []
         for i in ranked:
             tool = self.tools[i]
-            # Read from a tool when it is first a candidate, then kept on it: no cost to the index's build.
-            name, words = tool.memo("search:alike", lambda tool=tool: alike_terms(tool.describe()))
+            # Made from a tool's terms when it is first a candidate, then kept on it: no cost to the index's build.
+            name, words = tool.memo("search:alike", lambda tool=tool: _terms(tool).alike(tool.definition.name))
             same = next((alike for (other, its), _, alike in kept if other == name
                          and len(words & its) >= ALIKE * len(words | its)), None)
             if same is not None:
@@ -149,6 +148,11 @@ def _best(scores: np.ndarray, k: int) -> list[int]:
     k = min(k, len(scores))
     best = np.argpartition(-scores, k - 1)[:k]
     return sorted(best.tolist(), key=lambda i: (-scores[i], i))
+
+
+def _terms(tool: Tool) -> ToolTerms:
+    """The tool's terms, kept on the tool (a reload re-reads only the tools that changed)."""
+    return tool.memo("search:terms", lambda: tool_terms(tool.describe()))
 
 
 def _vectors(tools: list[Tool]) -> np.ndarray:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import Stemmer
 
@@ -86,14 +86,21 @@ def query_parts(text: str) -> list[list[str]]:
     return parts[-MAX_PARTS:] if len(parts) >= 2 else []
 
 
-def alike_terms(described: Mapping[str, Any]) -> tuple[str, frozenset[str]]:
-    """What tells one tool from another offered twice: its name (case aside) and its description's first
-    ``ALIKE_TERMS`` distinct terms."""
-    description = terms(str(described.get("ai_description", "")))
-    return str(described.get("name", "")).casefold(), frozenset(list(dict.fromkeys(description))[:ALIKE_TERMS])
+class ToolTerms(NamedTuple):
+    """A tool's weighted terms (``document``), its description's among them from ``start`` to ``stop``."""
+
+    document: list[str]
+    start: int
+    stop: int
+
+    def alike(self, name: str) -> tuple[str, frozenset[str]]:
+        """What tells this tool from another offered twice: its ``name`` (case aside) and its description's first
+        ``ALIKE_TERMS`` distinct terms."""
+        distinct = list(dict.fromkeys(self.document[self.start:self.stop]))
+        return name.casefold(), frozenset(distinct[:ALIKE_TERMS])
 
 
-def tool_terms(described: Mapping[str, Any]) -> list[str]:
+def tool_terms(described: Mapping[str, Any]) -> ToolTerms:
     """The weighted terms of a tool, from its listing entry (``Tool.describe``: what a caller sees of it)."""
     fields: dict[str, list[str]] = {
         "id": terms(str(described.get("id", ""))),
@@ -108,7 +115,15 @@ def tool_terms(described: Mapping[str, Any]) -> list[str]:
         fields["parameter"] += terms(name)
         if isinstance(schema.get("description"), str):
             fields["parameter_description"] += terms(schema["description"])
-    return [term for field, found in fields.items() for term in found * WEIGHTS[field]]
+    document: list[str] = []
+    start = stop = 0
+    for field, found in fields.items():
+        if field == "description":
+            start = len(document)
+        document += found * WEIGHTS[field]
+        if field == "description":
+            stop = len(document)
+    return ToolTerms(document, start, stop)
 
 
 def _parameters(schema: Any, depth: int) -> Iterator[tuple[str, Mapping[str, Any]]]:
