@@ -67,8 +67,8 @@ def _terms(text: str) -> list[str]:
 
 
 # Where a request goes on to ask for something else: a sentence's end, a line's, and the words that begin a next
-# request. Single characters and fixed words only: no pattern here can backtrack over a run of spaces.
-_SENTENCE_END = re.compile(r"(?<=[.?!;])\s|\n")
+# request. Each run of spaces is taken once, from its start (no pattern here backtracks over one).
+_SENTENCE_END = re.compile(r"(?<=[.?!;])\s+|\n+")
 _NEXT_ASK = re.compile(r"\b(?:then|also|additionally|secondly|thirdly|lastly|finally|after that|next)\b", re.IGNORECASE)
 
 
