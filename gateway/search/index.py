@@ -112,13 +112,14 @@ class ToolIndex:
     def _distinct(self, ranked: list[int], score: Callable[[int], float], k: int) -> list[Found]:
         """The first ``k`` of ``ranked`` that are not a better one offered again — the same name, descriptions
         sharing at least ``ALIKE`` of their terms (two sources of one tool, two versions of it): such a tool is
-        folded into the better one's ``alike`` rather than taking one of the ``k`` places."""
+        folded into the better one's ``alike`` rather than taking one of the ``k`` places. Two tools that describe
+        themselves in no word are not told alike: nothing says they do the same."""
         kept: list[tuple[tuple[str, frozenset[str]], int, list[Tool]]] = []
         for i in ranked:
             tool = self.tools[i]
             # Made from a tool's terms when it is first a candidate, then kept on it: no cost to the index's build.
             name, words = tool.memo("search:alike", lambda tool=tool: _terms(tool).alike(tool.definition.name))
-            same = next((alike for (other, its), _, alike in kept if other == name
+            same = next((alike for (other, its), _, alike in kept if other == name and (words or its)
                          and len(words & its) >= ALIKE * len(words | its)), None)
             if same is not None:
                 same.append(tool)

@@ -119,6 +119,19 @@ def test_a_tool_offered_twice_takes_one_place(write_definitions):
     assert found[0].entry()["alike"] == ["web_search_mirror"] and "alike" not in found[1].entry()
 
 
+def test_tools_of_one_name_that_say_nothing_are_not_folded(write_definitions):
+    silent = "tools:\n" + "".join(f"""\
+  - id: lookup_{n}
+    name: Lookup
+    user_description: Looks up.
+    ai_description: "-"
+    binding: {{python: "desk:echo"}}
+    input_schema: {{type: object, properties: {{record: {{type: string}}}}}}
+""" for n in (1, 2))
+    found = _index(write_definitions, silent).search("look up a record", 2, "all", lambda tool: True)
+    assert [(hit.tool.id, hit.alike) for hit in found] == [("lookup_1", ()), ("lookup_2", ())]
+
+
 def test_rest_and_the_cli_show_what_was_folded_and_only_what_the_caller_may_use(write_definitions):
     definitions = write_definitions({"desk.yaml": TWICE, "python/desk.py": CODE})
     keys = (_api_key({"name": "all", "sha256": hash_key("all-key")}),
