@@ -133,7 +133,8 @@ class Running:
         a restart that the gateway heard of otherwise than by the call (a keep-alive sent meanwhile, on a loaded
         machine) is done again, so that the outcome does not depend on the machine's speed: the proxy holds the
         session's change stream open meanwhile, and the gateway must have sent the upstream nothing before the
-        call."""
+        call. When every try was heard of so, the last one's call is made once the gateway's session healed by
+        itself."""
         (directory / "defs").mkdir(parents=True)
         for _ in range(RESTART_TRIES):
             proxy = CountingProxy(self.port) if self.proxy is not None else None
@@ -161,7 +162,7 @@ class Running:
                   f"the gateway to serve {self.peer.key}'s tools", timeout=START_S)
             http.post(f"/tools/{self.peer.key}_{tool}/call", json=arguments)  # serving calls, as a gateway does
             if proxy is not None:
-                before, proxy.holding = len(proxy.seen), True
+                before, proxy.holding, connected_at = len(proxy.seen), True, connection.connected_at
                 self.stop()
                 self.spawn()
                 self.wait_listening()
@@ -170,6 +171,14 @@ class Running:
                 if self.proxy is not None:
                     self.proxy.upstream_port = self.port
                 quiet = len(proxy.seen) == before
+                if not quiet:
+                    # The gateway heard of the restart before the call (it tried the upstream while it was down):
+                    # its session heals by itself, and the call is made once it has — not at a moment its backoff
+                    # happens to be at, which a loaded machine's speed would decide.
+                    deadline = time.monotonic() + START_S
+                    while time.monotonic() < deadline and not (
+                            connection.state == "up" and connection.connected_at != connected_at):
+                        time.sleep(0.05)
             else:
                 connected_at = connection.connected_at
                 for pid in Path(f"{log}.pids").read_text().split():
