@@ -60,7 +60,7 @@ class ToolIndex:
         self.tools = tools
         self._bm25 = bm25s.BM25(k1=K1, b=B)
         if tools:
-            self._bm25.index([_terms(tool).document for tool in tools], show_progress=False)
+            self._bm25.index([_terms_of(tool).document for tool in tools], show_progress=False)
         self._vectors = _vectors(tools) if dense and tools else None
         self._masks: OrderedDict[Hashable, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
@@ -68,10 +68,11 @@ class ToolIndex:
     def search(self, query: str, k: int, mask_key: Hashable, allowed: Callable[[Tool], bool]) -> list[Found]:
         """The ``k`` tools best matching ``query`` among those ``allowed`` (whose mask is kept under
         ``mask_key``), best first, tools offered twice folded into one; none for a query of no known term."""
-        if not self.tools or not query_terms(query):
+        terms = query_terms(query)
+        if not self.tools or not terms:
             return []
         mask = self._mask(mask_key, allowed)
-        lexical = self._lexical(query, mask)
+        lexical = self._lexical(query, terms, mask)
         k = max(1, min(k, MAX_K, len(self.tools)))
         if self._vectors is not None:
             fused = self._fused(query, lexical, mask)
@@ -80,15 +81,15 @@ class ToolIndex:
         ranked = [i for i in _best(lexical, min(len(lexical), 5 * k + 50)) if lexical[i] > 0]
         return self._distinct(ranked, lambda i: float(lexical[i]), k)
 
-    def _lexical(self, query: str, mask: np.ndarray) -> np.ndarray:
+    def _lexical(self, query: str, terms: list[str], mask: np.ndarray) -> np.ndarray:
         """BM25's scores for the request; for a request of several parts, each relative to its best, the whole
         request's plus its best-fitting part's (``PART_WEIGHT``): a tool that fits one thing asked for outranks
         those that fit words scattered over the request."""
-        scores = self._bm25.get_scores(query_terms(query), weight_mask=mask)
-        parts = query_parts(query)
-        if not parts or scores.max() <= 0:
+        scores = self._bm25.get_scores(terms, weight_mask=mask)
+        parts, top = query_parts(query), scores.max()
+        if not parts or top <= 0:
             return scores
-        scores, best = scores / scores.max(), np.zeros_like(scores)
+        scores, best = scores / top, np.zeros_like(scores)
         for part in parts:
             fits = self._bm25.get_scores(part, weight_mask=mask)
             if fits.max() > 0:
@@ -118,7 +119,7 @@ class ToolIndex:
         for i in ranked:
             tool = self.tools[i]
             # Made from a tool's terms when it is first a candidate, then kept on it: no cost to the index's build.
-            name, words = tool.memo("search:alike", lambda tool=tool: _terms(tool).alike(tool.definition.name))
+            name, words = tool.memo("search:alike", lambda tool=tool: _terms_of(tool).alike(tool.definition.name))
             same = next((alike for (other, its), _, alike in kept if other == name and (words or its)
                          and len(words & its) >= ALIKE * len(words | its)), None)
             if same is not None:
@@ -151,7 +152,7 @@ def _best(scores: np.ndarray, k: int) -> list[int]:
     return sorted(best.tolist(), key=lambda i: (-scores[i], i))
 
 
-def _terms(tool: Tool) -> ToolTerms:
+def _terms_of(tool: Tool) -> ToolTerms:
     """The tool's terms, kept on the tool (a reload re-reads only the tools that changed)."""
     return tool.memo("search:terms", lambda: tool_terms(tool.describe()))
 

@@ -148,4 +148,3 @@ def tool_text(described: Mapping[str, Any]) -> str:
         if isinstance(schema.get("description"), str):
             parts.append(schema["description"][:MAX_FIELD_CHARS])
     return " ".join(parts)[:4 * MAX_FIELD_CHARS]
-
