@@ -29,7 +29,7 @@ NOT_FOR_SERVING = (
     "gateway.bindings.mcp",
     "gateway.loop.providers",  # LLM provider clients: none is configured
     "rich",  # httpx's command-line client imports it
-    "bm25s",  # tool search's ranking (and numpy under it): imported by the first search
+    "gateway.search.index",  # tool search's ranking (and numpy under it): imported by the first search
     "numpy",
 )
 # Importing the package as a library leaves httpx alone (only the CLI, owning its process, keeps httpx's own CLI out).

@@ -105,7 +105,7 @@ def _selected(catalog: Catalog, chosen: list[Tool], conversation: str, selection
     """Of ``chosen``, what ``selection`` offers, in catalog order, and why each: the ``always`` ones, those whose
     own offer rule matched, and the best ``k`` of the rest for the conversation (``gateway.search``; its index
     made by ``ChatLoop.turn`` before, off the event loop)."""
-    from ..search.index import index_of  # bm25s: imported by the first search, not when the loop is
+    from ..search.index import index_of  # numpy: imported by the first search, not when the loop is
 
     why = {t.id: "always" for t in chosen if t.id in selection.always}
     why |= {t.id: "offer rule" for t in chosen if t.definition.offer and t.id not in why}

@@ -2,7 +2,7 @@
 
 The ranking (``ToolIndex.search``) is the one every surface takes — REST ``GET /tools/search``, the CLI's
 ``search``, the MCP ``search_tools`` meta-tool, the chat loop's ``tool_selection`` — so what the bench measures (``bench/bench_tool_search.py``) is what each of them
-finds. The ranking library (bm25s, numpy: 0.16 s to import) is imported on the first search, not when the gateway
+finds. The ranking (numpy under it: 0.16 s to import) is imported on the first search, not when the gateway
 starts.
 """
 

@@ -1,9 +1,9 @@
-"""A catalog's search index: BM25 (``bm25s``) over each tool's weighted terms (``gateway.search.text``).
+"""A catalog's search index: BM25 (``gateway.search.bm25``) over each tool's weighted terms (``gateway.search.text``).
 
 One index per catalog version, made on first use in a worker thread (``Catalog.memo``: one build however many
-searches wait for it) — never on the event loop. A tool's terms are memoised on the tool, which a reload reuses
-when its definition did not change, so the index of the next catalog re-reads only the tools that did: a reload of
-one file costs its tools' terms and one BM25 pass over the term lists (milliseconds for thousands of tools).
+searches wait for it) — never on the event loop. A tool's postings are memoised on the tool, which a reload reuses
+when its definition did not change, so the index of the next catalog reads only the tools that did: a reload of
+one file costs its tools' terms and one sort of the postings (milliseconds for thousands of tools).
 
 A search scores every tool the caller may see (a mask per caller's reach and filter, kept per catalog, bounded)
 and returns the best ``k`` with a score above zero, best first: a tool a caller may not list is never found,
@@ -18,18 +18,16 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import bm25s
 import numpy as np
 
+from .bm25 import BM25, marked, postings
 from .bounds import MAX_K
-from .text import ToolTerms, query_parts, query_terms, tool_terms, tool_text
+from .text import query_parts, query_terms, tool_terms, tool_text
 
 if TYPE_CHECKING:
     from ..catalog.snapshot import Catalog, Tool
 
 MASKS_KEPT = 64  # caller reaches and filters whose masks a catalog keeps, most recently used first
-# BM25's saturation and length normalisation, tuned on the tune split (bench/bench_tool_search.py).
-K1, B = 1.2, 0.75
 # Dense fusion, tuned on the tune split: each ranking's best FUSED enter, rank r of BM25 counts 1/(RRF_K + r), of
 # the dense model DENSE_WEIGHT/(RRF_K + r); a tool nearer than MIN_SIMILARITY to nothing in the query is no fit.
 FUSED, RRF_K, DENSE_WEIGHT, MIN_SIMILARITY = 50, 20, 0.5, 0.2
@@ -58,9 +56,7 @@ class ToolIndex:
 
     def __init__(self, tools: list[Tool], dense: bool = False):
         self.tools = tools
-        self._bm25 = bm25s.BM25(k1=K1, b=B)
-        if tools:
-            self._bm25.index([_terms_of(tool).document for tool in tools], show_progress=False)
+        self._bm25 = BM25([_postings(tool) for tool in tools])
         self._vectors = _vectors(tools) if dense and tools else None
         self._masks: OrderedDict[Hashable, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
@@ -85,13 +81,13 @@ class ToolIndex:
         """BM25's scores for the request; for a request of several parts, each relative to its best, the whole
         request's plus its best-fitting part's (``PART_WEIGHT``): a tool that fits one thing asked for outranks
         those that fit words scattered over the request."""
-        scores = self._bm25.get_scores(terms, weight_mask=mask)
+        scores = self._bm25.scores(terms, mask)
         parts, top = query_parts(query), scores.max()
         if not parts or top <= 0:
             return scores
         scores, best = scores / top, np.zeros_like(scores)
         for part in parts:
-            fits = self._bm25.get_scores(part, weight_mask=mask)
+            fits = self._bm25.scores(part, mask)
             if fits.max() > 0:
                 np.maximum(best, fits / fits.max(), out=best)
         return scores + PART_WEIGHT * best
@@ -115,19 +111,21 @@ class ToolIndex:
         sharing at least ``ALIKE`` of their terms (two sources of one tool, two versions of it): such a tool is
         folded into the better one's ``alike`` rather than taking one of the ``k`` places. Two tools that describe
         themselves in no word are not told alike: nothing says they do the same."""
-        kept: list[tuple[tuple[str, frozenset[str]], int, list[Tool]]] = []
+        kept: list[tuple[str, int, list[Tool]]] = []
         for i in ranked:
             tool = self.tools[i]
-            # Made from a tool's terms when it is first a candidate, then kept on it: no cost to the index's build.
-            name, words = tool.memo("search:alike", lambda tool=tool: _terms_of(tool).alike(tool.definition.name))
-            same = next((alike for (other, its), _, alike in kept if other == name and (words or its)
-                         and len(words & its) >= ALIKE * len(words | its)), None)
-            if same is not None:
-                same.append(tool)
-            elif len(kept) < k:
-                kept.append(((name, words), i, []))
-            else:
-                break
+            name, words = tool.definition.name.casefold(), None
+            for other, j, alike in kept:
+                if other == name:
+                    words = _words(tool) if words is None else words
+                    its = _words(self.tools[j])
+                    if (words or its) and len(words & its) >= ALIKE * len(words | its):
+                        alike.append(tool)
+                        break
+            else:  # folded into none kept: a place of its own
+                if len(kept) == k:
+                    break
+                kept.append((name, i, []))
         return [Found(self.tools[i], round(score(i), 6), tuple(alike)) for _, i, alike in kept]
 
     def _mask(self, key: Hashable, allowed: Callable[[Tool], bool]) -> np.ndarray:
@@ -152,9 +150,16 @@ def _best(scores: np.ndarray, k: int) -> list[int]:
     return sorted(best.tolist(), key=lambda i: (-scores[i], i))
 
 
-def _terms_of(tool: Tool) -> ToolTerms:
-    """The tool's terms, kept on the tool (a reload re-reads only the tools that changed)."""
-    return tool.memo("search:terms", lambda: tool_terms(tool.describe()))
+def _words(tool: Tool) -> frozenset[int]:
+    """What a tool's description is compared by (its first ``ALIKE_TERMS`` distinct terms, marked in its postings):
+    made into a set when the tool is first compared, then kept on it — the index's build does not pay for it, nor a
+    search for the tools whose names no other candidate shares."""
+    return tool.memo("search:alike", lambda: marked(_postings(tool)))
+
+
+def _postings(tool: Tool) -> np.ndarray:
+    """The tool's postings, kept on the tool (a reload reads only the tools that changed)."""
+    return tool.memo("search:postings", lambda: postings(*tool_terms(tool.describe())))
 
 
 def _vectors(tools: list[Tool]) -> np.ndarray:

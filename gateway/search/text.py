@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
-from typing import Any, NamedTuple
+from itertools import islice
+from typing import Any
 
 import Stemmer
 
@@ -86,22 +87,9 @@ def query_parts(text: str) -> list[list[str]]:
     return parts[-MAX_PARTS:] if len(parts) >= 2 else []
 
 
-class ToolTerms(NamedTuple):
-    """A tool's weighted terms (``document``), its description's among them from ``start`` to ``stop``."""
-
-    document: list[str]
-    start: int
-    stop: int
-
-    def alike(self, name: str) -> tuple[str, frozenset[str]]:
-        """What tells this tool from another offered twice: its ``name`` (case aside) and its description's first
-        ``ALIKE_TERMS`` distinct terms."""
-        distinct = list(dict.fromkeys(self.document[self.start:self.stop]))
-        return name.casefold(), frozenset(distinct[:ALIKE_TERMS])
-
-
-def tool_terms(described: Mapping[str, Any]) -> ToolTerms:
-    """The weighted terms of a tool, from its listing entry (``Tool.describe``: what a caller sees of it)."""
+def tool_terms(described: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """The weighted terms of a tool, from its listing entry (``Tool.describe``: what a caller sees of it), and
+    what tells it from another of its name offered twice: its description's first ``ALIKE_TERMS`` distinct terms."""
     fields: dict[str, list[str]] = {
         "id": terms(str(described.get("id", ""))),
         "name": terms(str(described.get("name", ""))),
@@ -115,15 +103,8 @@ def tool_terms(described: Mapping[str, Any]) -> ToolTerms:
         fields["parameter"] += terms(name)
         if isinstance(schema.get("description"), str):
             fields["parameter_description"] += terms(schema["description"])
-    document: list[str] = []
-    start = stop = 0
-    for field, found in fields.items():
-        if field == "description":
-            start = len(document)
-        document += found * WEIGHTS[field]
-        if field == "description":
-            stop = len(document)
-    return ToolTerms(document, start, stop)
+    document = [term for field, found in fields.items() for term in found * WEIGHTS[field]]
+    return document, list(islice(dict.fromkeys(fields["description"]), ALIKE_TERMS))
 
 
 def _parameters(schema: Any, depth: int) -> Iterator[tuple[str, Mapping[str, Any]]]:
