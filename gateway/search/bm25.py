@@ -8,9 +8,10 @@ tenth of a second for 10,000 tools, which a reload of one file would pay in full
 distinct terms, as keys, and how often each occurs — are made once, kept on the tool (a reload reuses the Tool of
 an unchanged definition), and an index is their concatenation, one sort and a few array operations.
 
-A term's key is Python's own hash of it: 64 bits, keyed per process by a secret (SipHash), so nothing here keeps
-a vocabulary that a catalog's churn could grow, and two terms that share a key — about one chance in 10¹³ for a
-million distinct terms — cannot be made to by someone writing tools.
+A term's key is Python's own hash of it: 64 bits, keyed per process by a random secret (SipHash, unless
+``PYTHONHASHSEED`` fixes it), so nothing here keeps a vocabulary that a catalog's churn could grow, and two terms
+that share a key — about one chance in 40 million for a million distinct terms — cannot be made to by someone writing
+tools, who does not know the secret.
 """
 
 from __future__ import annotations
@@ -64,7 +65,9 @@ class BM25:
         self.documents = owner
 
     def scores(self, terms: Sequence[str], mask: np.ndarray) -> np.ndarray:
-        """Each document's score for ``terms`` (a term asked twice counts twice), times ``mask``."""
+        """Each document's score for ``terms`` (a term asked twice counts twice), times ``mask``. Each term's
+        column is read once however often it is asked: a request of one common word a thousand times costs what
+        the word once does."""
         if not len(self.keys):
             return np.zeros(self.size, dtype=np.float32)
         asked = np.array([hash(term) for term in terms], dtype=np.int64)
@@ -72,7 +75,9 @@ class BM25:
         at = at[(at < len(self.keys)) & (self.keys[np.minimum(at, len(self.keys) - 1)] == asked)]
         if not len(at):
             return np.zeros(self.size, dtype=np.float32)
-        spans = [slice(self.starts[c], self.starts[c + 1]) for c in at.tolist()]
-        documents = np.concatenate([self.documents[span] for span in spans])
-        weights = np.concatenate([self.weights[span] for span in spans])
+        columns, times = np.unique(at, return_counts=True)
+        starts, stops = self.starts[columns].tolist(), self.starts[columns + 1].tolist()
+        documents = np.concatenate([self.documents[start:stop] for start, stop in zip(starts, stops)])
+        weights = np.concatenate([self.weights[start:stop] for start, stop in zip(starts, stops)])
+        weights *= np.repeat(times.astype(np.float32), np.subtract(stops, starts))
         return np.bincount(documents, weights=weights, minlength=self.size).astype(np.float32) * mask

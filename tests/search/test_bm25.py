@@ -90,3 +90,18 @@ def test_a_reload_reads_only_the_tools_that_changed_and_scores_as_a_fresh_index(
                                       fresh._bm25.scores(search_index.query_terms(query), mask))
         assert ([(hit.tool.id, hit.score) for hit in reloaded.search(query, 10, "all", lambda tool: True)]
                 == [(hit.tool.id, hit.score) for hit in fresh.search(query, 10, "all", lambda tool: True)])
+
+
+def test_a_word_asked_a_thousand_times_is_read_once():
+    """Its column is read once and weighed a thousand times: the same scores, without a thousand copies of it."""
+    import tracemalloc
+
+    index = BM25([postings(["get", "weather"] if n % 2 else ["get", "time"]) for n in range(20_000)])
+    mask = np.ones(20_000, np.float32)
+    once = index.scores(["get"], mask)
+    tracemalloc.start()
+    often = index.scores(["get"] * 1_000, mask)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    np.testing.assert_allclose(often, once * 1_000, rtol=1e-5)
+    assert peak < 2_000_000  # a copy of the column per asking: 20,000 × 1,000 × 8 bytes
