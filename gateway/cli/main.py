@@ -116,7 +116,7 @@ def _parser() -> argparse.ArgumentParser:
 
     export = command("export", help="print the tools in a provider's declaration format")
     export.add_argument("definitions", nargs="?")
-    export.add_argument("--format", "-f", required=True, choices=["openai", "openai-strict", "anthropic", "gemini", "mcp"])
+    export.add_argument("--format", "-f", required=True, choices=["openai", "openai-strict", "openai-responses", "anthropic", "gemini", "mcp"])
     export.set_defaults(run=_export)
 
     test = command("test", help="contract tests: run every tool's examples, and arguments drawn from its input "

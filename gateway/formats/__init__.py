@@ -1,7 +1,8 @@
 """Tool declarations in each provider's format: ``render(catalog, fmt)``.
 
-Formats: ``openai`` and ``openai-strict`` (Chat Completions function tools), ``anthropic`` (Messages API tools),
-``gemini`` (FunctionDeclaration) and ``mcp`` (MCP Tool). Each adapts the tool's JSON Schema to what the target
+Formats: ``openai`` and ``openai-strict`` (Chat Completions function tools), ``openai-responses`` (the Responses
+API's function tools), ``anthropic`` (Messages API tools), ``gemini`` (FunctionDeclaration) and ``mcp`` (MCP Tool).
+``deferred`` gives a listing for a provider's own tool search (``SEARCHES``: Anthropic's, the Responses API's). Each adapts the tool's JSON Schema to what the target
 accepts (adapt.py, refs.py, strict.py); a tool whose schema cannot be adapted is left out of that format with a
 diagnostic naming the tool, where (file:line:col) and why — the rest of the list is unaffected.
 
@@ -21,19 +22,28 @@ from typing import Any
 from ..catalog.snapshot import Catalog, Tool
 from ..errors import BadRequest
 from . import anthropic, gemini, mcp, openai
+from .adapt import deferred as _deferred
 from .errors import Unadaptable
 from .strict import restore_arguments
 
-__all__ = ["FORMATS", "Rendered", "Unadaptable", "render", "render_tool", "render_tools", "restore_arguments"]
+__all__ = ["FORMATS", "SEARCHES", "Rendered", "Unadaptable", "deferred", "render", "render_tool", "render_tools",
+           "restore_arguments"]
 
 log = logging.getLogger("gateway.formats")
 
 FORMATS: Mapping[str, Callable[[Tool], dict[str, Any]]] = {
     "openai": openai.render,
     "openai-strict": openai.render_strict,
+    "openai-responses": openai.render_responses,
     "anthropic": anthropic.render,
     "gemini": gemini.render,
     "mcp": mcp.render,
+}
+
+# A provider's own tool search, by format: its search tool by the variant a caller asks for (``defer_loading=``).
+SEARCHES: Mapping[str, Mapping[str, Mapping[str, Any]]] = {
+    "anthropic": anthropic.SEARCH_TOOLS,
+    "openai-responses": openai.SEARCH_TOOLS,
 }
 
 
@@ -86,3 +96,10 @@ def _diagnostic(tool: Tool, fmt: str, path: tuple[str | int, ...], reason: str) 
     located = tool.definition.problem(["input_schema", *path], f"tool '{tool.id}' left out of the {fmt} format: "
                                       f"{reason} (at {where})")
     return str(located)
+
+
+def deferred(fmt: str, variant: str, declarations: list[dict[str, Any]], pinned: frozenset[str]
+             ) -> list[dict[str, Any]]:
+    """``declarations`` (format ``fmt``) for that provider's tool search ``variant`` (one of ``SEARCHES[fmt]``):
+    its search tool first, each tool deferred but the ``pinned``."""
+    return _deferred(SEARCHES[fmt][variant], declarations, pinned)

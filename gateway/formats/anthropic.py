@@ -3,8 +3,8 @@
 Claude takes JSON Schema nearly whole; what it refuses is ``anyOf``/``oneOf``/``allOf`` at the root of
 ``input_schema`` (``prepare`` merges those into one object) and property keys outside ``[a-zA-Z0-9_.-]{1,64}``.
 
-``deferred``: the same tools for Anthropic's tool search (beta ``advanced-tool-use-2025-11-20``): each marked
-``defer_loading`` but the pinned ones, and the search tool itself first (BM25 or regex, searched by Anthropic).
+``SEARCH_TOOLS``: Anthropic's tool search (beta ``advanced-tool-use-2025-11-20``), BM25 or regex, searched by
+Anthropic (``gateway.formats.deferred`` puts it before the tools, each marked ``defer_loading``).
 """
 
 from __future__ import annotations
@@ -29,10 +29,3 @@ def render(tool: Tool) -> dict[str, Any]:
 SEARCH_TOOLS = {"bm25": {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"},
                 "regex": {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"}}
 
-
-def deferred(declarations: list[dict[str, Any]], pinned: frozenset[str], variant: str) -> list[dict[str, Any]]:
-    """``declarations`` for tool search: the search tool, then each tool with ``defer_loading`` unless pinned
-    (Anthropic refuses a request whose every tool is deferred, so the search tool never is)."""
-    return [dict(SEARCH_TOOLS[variant]),
-            *(declaration if declaration["name"] in pinned else {**declaration, "defer_loading": True}
-              for declaration in declarations)]

@@ -20,6 +20,7 @@ from openai.lib._pydantic import (
     _ensure_strict_json_schema,  # the SDK's own strict-mode pass, as a second opinion
 )
 from openai.types.chat import ChatCompletionToolParam
+from openai.types.responses import FunctionToolParam
 from openai.types.shared_params import FunctionDefinition
 from pydantic import TypeAdapter
 
@@ -29,7 +30,7 @@ from gateway.schema.published import compile_validator
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "tool-definitions"
-FORMATS = ("openai", "openai-strict", "anthropic", "gemini", "mcp")
+FORMATS = ("openai", "openai-strict", "openai-responses", "anthropic", "gemini", "mcp")
 
 _POINT = {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}}, "required": ["x", "y"]}
 
@@ -249,6 +250,15 @@ class ProviderTypes:
         parameters = function["parameters"]
         _llm_schema(parameters)
         return parameters
+
+    def openai_responses(self, declaration: dict[str, Any]) -> dict[str, Any]:
+        """The Responses API's flat function tool: ``openai``'s name, description and schema, strict said off."""
+        TypeAdapter(FunctionToolParam).validate_python(declaration)
+        _only_keys(declaration, FunctionToolParam)
+        assert declaration["type"] == "function" and declaration["strict"] is False
+        assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", declaration["name"])
+        _llm_schema(declaration["parameters"])
+        return declaration["parameters"]
 
     def openai_strict(self, declaration: dict[str, Any]) -> dict[str, Any]:
         parameters = self.openai(declaration)

@@ -20,7 +20,7 @@ from gateway.server import create_app
 from gateway.server.rest.openapi import document
 from gateway.settings import ApiKey, Settings, hash_key
 
-REST_ROUTES = {"/healthz": {"get"}, "/status": {"get"}, "/tools": {"get"}, "/tools/{tool_id}": {"get"},
+REST_ROUTES = {"/healthz": {"get"}, "/status": {"get"}, "/tools": {"get"}, "/tools/search": {"get"}, "/tools/{tool_id}": {"get"},
                "/tools/{tool_id}/call": {"post"}, "/admin/reload": {"post"}, "/v1/chat/completions": {"post"},
                "/v1/models": {"get"}, "/openapi.json": {"get"}}
 READER_KEY = "reader-key-for-fuzzing"

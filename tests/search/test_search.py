@@ -249,3 +249,104 @@ def test_dense_search_without_its_extra_is_refused_at_load(tmp_path, monkeypatch
     path.write_text(json.dumps({"tool_search": {"dense": True}}), encoding="utf-8")
     with pytest.raises(settings.SettingsInvalid, match=re.escape("pip install 'tool-gateway[search-dense]'")):
         settings.load_settings(path)
+
+
+@pytest.mark.parametrize("execution", ["server", "client"])
+def test_openai_responses_tool_search_listing_defers_all_but_the_pinned(definitions, execution):
+    """``?format=openai-responses&defer_loading=server|client``: the Responses API's tool search first (executed by
+    OpenAI, or by the caller with a query), every function deferred but the pinned one — a list the openai SDK's
+    own types accept; a variant of another provider's search is a 400 naming each provider's."""
+    from openai.types.responses import ToolParam
+    from pydantic import TypeAdapter
+
+    with running(definitions, api_keys=KEYS, tool_search=ToolSearch(always=("get_time",))) as served:
+        listed = httpx.get(f"{served.url}/tools", params={"format": "openai-responses", "defer_loading": execution},
+                           headers={"Authorization": "Bearer all-key"}, timeout=20).json()["tools"]
+        refused = httpx.get(f"{served.url}/tools", params={"format": "openai-responses", "defer_loading": "bm25"},
+                            headers={"Authorization": "Bearer all-key"}, timeout=20)
+    assert listed[0]["type"] == "tool_search" and listed[0].get("execution", "server") == execution
+    assert ("query" in listed[0]["parameters"]["properties"]) if execution == "client" else listed[0] == {
+        "type": "tool_search"}
+    deferred = {tool["name"]: tool.get("defer_loading", False) for tool in listed[1:]}
+    assert deferred == {"get_forecast": True, "add_numbers": True, "employee_salary": True, "get_time": False}
+    assert all(tool["type"] == "function" and tool["strict"] is False for tool in listed[1:])
+    TypeAdapter(list[ToolParam]).validate_python(listed)
+    assert refused.status_code == 400
+    assert "format=anthropic and defer_loading=bm25 or regex" in refused.text
+    assert "format=openai-responses and defer_loading=server or client" in refused.text
+
+
+def test_search_answers_in_a_providers_format_within_the_keys_reach(definitions):
+    """``GET /tools/search?format=openai-responses``: the found tools, best first, as the declarations a caller
+    hands back in a ``tool_search_output`` (the openai SDK's type accepts the item); only the key's tools."""
+    from openai.types.responses import ResponseInputItemParam
+    from pydantic import TypeAdapter
+
+    with running(definitions, api_keys=KEYS) as served:
+        everyone = _search(served.url, "all-key", q="the salary of an employee", format="openai-responses").json()
+        weather = _search(served.url, "weather-key", q="the salary of an employee", format="openai-responses")
+        anthropic = _search(served.url, "all-key", q="weather forecast", format="anthropic", k=1).json()
+        unknown = _search(served.url, "all-key", q="weather", format="xml")
+    assert everyone["format"] == "openai-responses" and everyone["tools"][0]["name"] == "employee_salary"
+    assert "employee_salary" not in weather.text  # not the weather key's: never found
+    TypeAdapter(ResponseInputItemParam).validate_python(
+        {"type": "tool_search_output", "call_id": "call_1", "execution": "client", "tools": everyone["tools"]})
+    assert [tool["name"] for tool in anthropic["tools"]] == ["get_forecast"] and "input_schema" in anthropic["tools"][0]
+    assert unknown.status_code == 400 and "openai-responses" in unknown.text
+
+
+def test_a_responses_api_client_searches_the_gateway_and_calls_what_it_found(definitions):
+    """The official openai client against a scripted Responses API server: the model asks the caller's tool search
+    (``execution: client``) for a query; the caller answers with what the gateway's search finds in that format;
+    the model then calls the found tool, which the gateway runs."""
+    import openai
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+    from support import start_server
+
+    sent: list[dict] = []
+
+    async def responses(request: Request) -> JSONResponse:
+        body = await request.json()
+        sent.append(body)
+        if len(sent) == 1:  # the model asks the search the caller executes
+            output = [{"type": "tool_search_call", "id": "ts_1", "call_id": "call_search", "execution": "client",
+                       "status": "completed", "arguments": {"query": "weather forecast for a city"}}]
+        else:  # the model calls a tool the search output loaded
+            loaded = next(item for item in body["input"] if item.get("type") == "tool_search_output")
+            name = loaded["tools"][0]["name"]
+            output = [{"type": "function_call", "id": "fc_1", "call_id": "call_tool", "name": name,
+                       "arguments": json.dumps({"city": "Oslo"}), "status": "completed"}]
+        return JSONResponse({"id": f"resp_{len(sent)}", "object": "response", "created_at": 0, "model": "gpt-5.4",
+                             "status": "completed", "output": output, "parallel_tool_calls": True,
+                             "tool_choice": "auto", "tools": body.get("tools", [])})
+
+    llm = start_server(Starlette(routes=[Route("/v1/responses", responses, methods=["POST"])]))
+    try:
+        with running(definitions, api_keys=KEYS) as served:
+            auth = {"Authorization": "Bearer weather-key"}
+            tools = httpx.get(f"{served.url}/tools", params={"format": "openai-responses",
+                                                             "defer_loading": "client"},
+                              headers=auth, timeout=20).json()["tools"]
+            client = openai.OpenAI(base_url=f"{llm.url}/v1", api_key="sk-test", max_retries=0)
+            question = {"role": "user", "content": "What will the weather be in Oslo?"}
+            first = client.responses.create(model="gpt-5.4", input=[question], tools=tools)
+            call = first.output[0]
+            assert call.type == "tool_search_call" and call.execution == "client"
+            found = httpx.get(f"{served.url}/tools/search", params={"q": call.arguments["query"], "k": 3,
+                                                                    "format": "openai-responses"},
+                              headers=auth, timeout=20).json()["tools"]
+            second = client.responses.create(model="gpt-5.4", tools=tools, input=[
+                question, {"type": "tool_search_output", "call_id": call.call_id, "execution": "client",
+                           "tools": found}])
+            function_call = second.output[0]
+            result = httpx.post(f"{served.url}/tools/{function_call.name}/call", headers=auth, timeout=20,
+                                json=json.loads(function_call.arguments))
+    finally:
+        llm.stop()
+    assert [tool.get("defer_loading", False) for tool in sent[0]["tools"][1:]] == [True, True]  # the key's two
+    assert sent[0]["tools"][0]["execution"] == "client"
+    assert function_call.name == "get_forecast" and result.status_code == 200
+    assert result.json()["result"] == {"city": "Oslo"}

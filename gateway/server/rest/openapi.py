@@ -19,9 +19,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ... import __version__
-from ...formats import FORMATS
+from ...formats import FORMATS, SEARCHES
 from ...loop.request import ROLES
 from ...runtime.gateway import Gateway
+from ...search import MAX_K
 from ...settings import Settings
 from ..http.errors import dumps
 
@@ -86,6 +87,12 @@ def _call_headers() -> list[dict[str, Any]]:
 def _paths(settings: Settings) -> dict[str, Any]:
     auth = (401,) if settings.auth_enabled else ()
     tool_listing = {"oneOf": [_ref("ToolList"), _ref("FormattedToolList")]}
+    fmt = {"name": "format", "in": "query", "required": False, "schema": {"enum": list(FORMATS)},
+           "description": "A provider's declaration format instead of the gateway's own entries."}
+    filters = [{"name": name, "in": "query", "required": False, "explode": True,
+                "schema": {"type": "array", "items": {"type": "string"}},
+                "description": f"Only tools in these {name}s (repeat it, or separate with commas)."}
+               for name in ("toolset", "tag")]
     return {
         "/healthz": {"get": {
             "summary": "Liveness", "operationId": "healthz", "security": [],
@@ -97,14 +104,25 @@ def _paths(settings: Settings) -> dict[str, Any]:
         "/tools": {"get": {
             "summary": "The tools the caller may use", "operationId": "listTools",
             "parameters": [
-                {"name": "format", "in": "query", "required": False, "schema": {"enum": list(FORMATS)},
-                 "description": "A provider's declaration format instead of the gateway's own entries."},
-                *({"name": name, "in": "query", "required": False, "explode": True,
-                   "schema": {"type": "array", "items": {"type": "string"}},
-                   "description": f"Only tools in these {name}s (repeat it, or separate with commas)."}
-                  for name in ("toolset", "tag")),
-                IF_NONE_MATCH],
+                fmt,
+                {"name": "defer_loading", "in": "query", "required": False,
+                 "schema": {"enum": sorted({variant for variants in SEARCHES.values() for variant in variants})},
+                 "description": "With a format that has one, the provider's own tool search first and every tool "
+                                "deferred but the pinned: " + "; ".join(
+                                    f"{name}: {', '.join(variants)}" for name, variants in SEARCHES.items()) + "."},
+                *filters, IF_NONE_MATCH],
             "responses": {"200": _json(tool_listing, "The listing.", ETAG), **NOT_MODIFIED,
+                          **_errors(400, *auth, *GUARDED)}}},
+        "/tools/search": {"get": {
+            "summary": "The tools that best fit a request, best first", "operationId": "searchTools",
+            "parameters": [
+                {"name": "q", "in": "query", "required": True, "schema": {"type": "string"},
+                 "description": "What the tools sought must do (its last 4,096 characters are read)."},
+                {"name": "k", "in": "query", "required": False,
+                 "schema": {"type": "integer", "minimum": 1, "maximum": MAX_K}, "description": "How many."},
+                fmt, *filters],
+            "responses": {"200": _json({"oneOf": [_ref("SearchResults"), _ref("FormattedToolList")]},
+                                       "The tools found, best first."),
                           **_errors(400, *auth, *GUARDED)}}},
         "/tools/{tool_id}": {"get": {
             "summary": "One tool", "operationId": "getTool", "parameters": [TOOL_ID, IF_NONE_MATCH],
@@ -192,6 +210,12 @@ def _schemas() -> dict[str, Any]:
             "annotations": {"type": "object"}, "return_direct": boolean}},
         "ToolList": {"type": "object", "required": ["tools"], "additionalProperties": False,
                      "properties": {"tools": {"type": "array", "items": _ref("Tool")}}},
+        "SearchResults": {"type": "object", "required": ["tools"], "additionalProperties": False, "properties": {
+            "tools": {"type": "array", "items": {"allOf": [_ref("Tool"), {
+                "type": "object", "required": ["score"], "properties": {
+                    "score": {"type": "number"},
+                    "alike": {**strings, "description": "The ids of the tools folded into this one: the same "
+                                                        "tool offered again."}}}]}}}},
         "FormattedToolList": {"type": "object", "required": ["format", "tools", "diagnostics"], "properties": {
             "format": {"enum": list(FORMATS)}, "tools": {"type": "array", "items": {"type": "object"}},
             "diagnostics": {"type": "array"}}},

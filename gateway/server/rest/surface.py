@@ -21,7 +21,7 @@ from starlette.routing import Route
 
 from ...catalog.snapshot import Catalog
 from ...errors import BadRequest
-from ...formats import FORMATS, anthropic, render_tools
+from ...formats import FORMATS, SEARCHES, deferred, render_tools
 from ...runtime.cluster import public_view
 from ...runtime.gateway import Gateway
 from ...search import DEFAULT_K, MAX_K
@@ -109,22 +109,21 @@ class RestApi:
             if not_modified(request, matched["ETag"]):
                 return Response(status_code=304, headers=headers | {"ETag": matched["ETag"]})
         query = request.query_params
-        fmt = query.get("format")
+        fmt = _format(query.get("format"))
         toolsets, tags = _listed(query.getlist("toolset")), _listed(query.getlist("tag"))
-        if fmt is not None and fmt not in FORMATS:
-            raise BadRequest(f"Unknown format {fmt!r}; use one of: {', '.join(FORMATS)}.")
         defer = query.get("defer_loading")
-        if defer is not None and (fmt != "anthropic" or defer not in anthropic.SEARCH_TOOLS):
-            raise BadRequest("defer_loading is Anthropic's tool search: give format=anthropic and defer_loading="
-                             f"{' or '.join(anthropic.SEARCH_TOOLS)}.")
+        if defer is not None and defer not in SEARCHES.get(fmt or "", ()):
+            raise BadRequest("defer_loading is a provider's own tool search: give " + "; or ".join(
+                f"format={name} and defer_loading={' or '.join(variants)}" for name, variants in SEARCHES.items())
+                + ".")
 
         def listing() -> bytes:
             tools = [tool for tool in catalog.select(toolsets=toolsets, tags=tags) if caller.may_use(tool)]
             if fmt is None:
                 return dumps({"tools": [tool.describe() for tool in tools]})
             rendered = render_tools(tools, fmt)  # each tool's rendering is memoised on the tool
-            declarations = rendered.tools if defer is None else anthropic.deferred(
-                rendered.tools, frozenset(self.settings.tool_search.always), defer)
+            declarations = rendered.tools if defer is None else deferred(
+                fmt, defer, rendered.tools, frozenset(self.settings.tool_search.always))
             return dumps({"format": fmt, "tools": declarations, "diagnostics": rendered.diagnostics})
 
         if toolsets or tags:
@@ -153,7 +152,9 @@ class RestApi:
     async def search_tools(self, request: Request) -> Response:
         """``?q=TEXT&k=N`` (and ``toolset``/``tag`` filters): ``{"tools": [...]}``, the best ``k`` of the tools this
         caller may use, best first, each its listing entry with its ``score`` and the ids of the tools folded into it as
-        the same tool offered again (``alike``; ``gateway.search``)."""
+        the same tool offered again (``alike``; ``gateway.search``). ``&format=`` gives the found tools as that
+        provider's declarations instead, as ``GET /tools?format=`` does: what a caller executing a provider's tool
+        search answers the model with (the Responses API's ``tool_search_output``)."""
         caller = await self.caller(request)
         query = request.query_params
         text = query.get("q", "")
@@ -162,8 +163,12 @@ class RestApi:
         k = _count(query.get("k"))
         toolsets, tags = _listed(query.getlist("toolset")), _listed(query.getlist("tag"))
         catalog = self.gateway.catalog
+        fmt = _format(query.get("format"))
         found = await self.gateway.searches.search(catalog, text, k, **scoped(caller, catalog, toolsets, tags))
-        return json_response({"tools": [hit.entry() for hit in found]})
+        if fmt is None:
+            return json_response({"tools": [hit.entry() for hit in found]})
+        rendered = render_tools((hit.tool for hit in found), fmt)  # each tool's rendering is memoised on the tool
+        return json_response({"format": fmt, "tools": rendered.tools, "diagnostics": rendered.diagnostics})
 
     async def get_tool(self, request: Request) -> Response:
         caller = await self.caller(request)
@@ -179,6 +184,12 @@ class RestApi:
         """Run one call (``rest.fast.RestCalls.answer``, which the fast path below Starlette answers too)."""
         answer = await self.calls.answer(request.scope, request.receive, request.path_params["tool_id"])
         return Response(answer.body, answer.status, answer.headers, media_type="application/json")
+
+
+def _format(fmt: str | None) -> str | None:
+    if fmt is not None and fmt not in FORMATS:
+        raise BadRequest(f"Unknown format {fmt!r}; use one of: {', '.join(FORMATS)}.")
+    return fmt
 
 
 class Recent(OrderedDict):
