@@ -122,10 +122,7 @@ def _parameters(schema: Any, depth: int) -> Iterator[tuple[str, Mapping[str, Any
 
 
 def tool_text(described: Mapping[str, Any]) -> str:
-    """What a dense model reads of a tool (``gateway.search.dense``): its name, description, and parameters."""
-    parts = [str(described.get("name", "")), str(described.get("ai_description", ""))[:MAX_FIELD_CHARS]]
-    for name, schema in _parameters(described.get("input_schema"), 0):
-        parts.append(name)
-        if isinstance(schema.get("description"), str):
-            parts.append(schema["description"][:MAX_FIELD_CHARS])
-    return " ".join(parts)[:4 * MAX_FIELD_CHARS]
+    """What a dense model reads of a tool (``gateway.search.dense``): its name's words and its description. Not
+    its parameters, which BM25 reads: a vector that is the mean of its tokens' blurs the more it reads, and with them
+    the tune split's recall@5 was 0.895 against 0.908 without (``docs/search.md``)."""
+    return " ".join([*words(str(described.get("name", ""))), str(described.get("ai_description", ""))])[:MAX_FIELD_CHARS]
