@@ -221,8 +221,8 @@ def scale(count: int, queries: list[str]) -> dict[str, float]:
             index.search(query, 10, "all", lambda tool: True)
             times.append((time.perf_counter() - started) * 1000)
         times.sort()
-        return {"tools": count, "per_file": per_file, "catalog_s": catalog_s, "index_s": index_s, "reindex_s": reindex_s,
-                "bytes_per_tool": memory / count,
+        return {"tools": count, "per_file": per_file, "catalog_s": catalog_s, "index_s": index_s,
+                "reindex_s": reindex_s, "bytes_per_tool": memory / count,
                 "p50_ms": statistics.median(times), "p95_ms": times[int(len(times) * 0.95)]}
 
 

@@ -2,9 +2,10 @@
 
 Formats: ``openai`` and ``openai-strict`` (Chat Completions function tools), ``openai-responses`` (the Responses
 API's function tools), ``anthropic`` (Messages API tools), ``gemini`` (FunctionDeclaration) and ``mcp`` (MCP Tool).
-``deferred`` gives a listing for a provider's own tool search (``SEARCHES``: Anthropic's, the Responses API's). Each adapts the tool's JSON Schema to what the target
-accepts (adapt.py, refs.py, strict.py); a tool whose schema cannot be adapted is left out of that format with a
-diagnostic naming the tool, where (file:line:col) and why — the rest of the list is unaffected.
+Each adapts the tool's JSON Schema to what the target accepts (adapt.py, refs.py, strict.py); a tool whose schema
+cannot be adapted is left out of that format with a diagnostic naming the tool, where (file:line:col) and why — the
+rest of the list is unaffected. ``deferred`` gives a listing for a provider's own tool search (``SEARCHES``:
+Anthropic's, the Responses API's).
 
 Renderings are memoised: the whole list per format on the catalog (a catalog never changes), and each tool's
 declaration on the tool (a reload reuses unchanged tools, so they are not rendered again), so offering a subset

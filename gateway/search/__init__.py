@@ -1,9 +1,9 @@
 """Tool search: the few tools of a catalog that fit a request (``index``: BM25 over ``text``'s weighted terms).
 
 The ranking (``ToolIndex.search``) is the one every surface takes — REST ``GET /tools/search``, the CLI's
-``search``, the MCP ``search_tools`` meta-tool, the chat loop's ``tool_selection`` — so what the bench measures (``bench/bench_tool_search.py``) is what each of them
-finds. The ranking (numpy under it: 0.16 s to import) is imported on the first search, not when the gateway
-starts.
+``search``, the MCP ``search_tools`` meta-tool, the chat loop's ``tool_selection`` — so what the bench measures
+(``bench/bench_tool_search.py``) is what each of them finds. The ranking (numpy under it: 0.16 s to import) is
+imported on the first search, not when the gateway starts.
 """
 
 from __future__ import annotations

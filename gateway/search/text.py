@@ -125,4 +125,5 @@ def tool_text(described: Mapping[str, Any]) -> str:
     """What a dense model reads of a tool (``gateway.search.dense``): its name's words and its description. Not
     its parameters, which BM25 reads: a vector that is the mean of its tokens' blurs the more it reads, and with them
     the tune split's recall@5 was 0.895 against 0.908 without (``docs/search.md``)."""
-    return " ".join([*words(str(described.get("name", ""))), str(described.get("ai_description", ""))])[:MAX_FIELD_CHARS]
+    text = " ".join([*words(str(described.get("name", ""))), str(described.get("ai_description", ""))])
+    return text[:MAX_FIELD_CHARS]
