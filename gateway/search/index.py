@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .bm25 import BM25, marked, postings
+from .bm25 import BM25, Reach, marked, postings
 from .bounds import MAX_K
 from .text import query_parts, query_terms, tool_terms, tool_text
 
@@ -58,7 +58,7 @@ class ToolIndex:
         self.tools = tools
         self._bm25 = BM25([_postings(tool) for tool in tools])
         self._vectors = _vectors(tools) if dense and tools else None
-        self._masks: OrderedDict[Hashable, np.ndarray] = OrderedDict()
+        self._reaches: OrderedDict[Hashable, Reach] = OrderedDict()
         self._lock = threading.Lock()
 
     def search(self, query: str, k: int, mask_key: Hashable, allowed: Callable[[Tool], bool]) -> list[Found]:
@@ -67,27 +67,27 @@ class ToolIndex:
         terms = query_terms(query)
         if not self.tools or not terms:
             return []
-        mask = self._mask(mask_key, allowed)
-        lexical = self._lexical(query, terms, mask)
+        reach = self._reach(mask_key, allowed)
+        lexical = self._lexical(query, terms, reach)
         k = max(1, min(k, MAX_K, len(self.tools)))
         if self._vectors is not None:
-            fused = self._fused(query, lexical, mask)
+            fused = self._fused(query, lexical, reach.mask)
             return self._distinct(sorted(fused, key=lambda i: (-fused[i], i)), lambda i: fused[i] * RRF_K, k)
         # Enough candidates that folding tools offered twice still leaves k: a few times k, most often.
         ranked = [i for i in _best(lexical, min(len(lexical), 5 * k + 50)) if lexical[i] > 0]
         return self._distinct(ranked, lambda i: float(lexical[i]), k)
 
-    def _lexical(self, query: str, terms: list[str], mask: np.ndarray) -> np.ndarray:
+    def _lexical(self, query: str, terms: list[str], reach: Reach) -> np.ndarray:
         """BM25's scores for the request; for a request of several parts, each relative to its best, the whole
         request's plus its best-fitting part's (``PART_WEIGHT``): a tool that fits one thing asked for outranks
         those that fit words scattered over the request."""
-        scores = self._bm25.scores(terms, mask)
+        scores = self._bm25.scores(terms, reach)
         parts, top = query_parts(query), scores.max()
         if not parts or top <= 0:
             return scores
         scores, best = scores / top, np.zeros_like(scores)
         for part in parts:
-            fits = self._bm25.scores(part, mask)
+            fits = self._bm25.scores(part, reach)
             if fits.max() > 0:
                 np.maximum(best, fits / fits.max(), out=best)
         return scores + PART_WEIGHT * best
@@ -128,19 +128,19 @@ class ToolIndex:
                 kept.append((name, i, []))
         return [Found(self.tools[i], round(score(i), 6), tuple(alike)) for _, i, alike in kept]
 
-    def _mask(self, key: Hashable, allowed: Callable[[Tool], bool]) -> np.ndarray:
+    def _reach(self, key: Hashable, allowed: Callable[[Tool], bool]) -> Reach:
         with self._lock:
-            mask = self._masks.get(key)
-            if mask is not None:
-                self._masks.move_to_end(key)
-                return mask
-        mask = np.fromiter((1.0 if allowed(tool) else 0.0 for tool in self.tools), dtype=np.float32,
-                           count=len(self.tools))
+            reach = self._reaches.get(key)
+            if reach is not None:
+                self._reaches.move_to_end(key)
+                return reach
+        reach = self._bm25.reach(np.fromiter((1.0 if allowed(tool) else 0.0 for tool in self.tools),
+                                             dtype=np.float32, count=len(self.tools)))
         with self._lock:
-            self._masks[key] = mask
-            if len(self._masks) > MASKS_KEPT:
-                self._masks.popitem(last=False)
-        return mask
+            self._reaches[key] = reach
+            if len(self._reaches) > MASKS_KEPT:
+                self._reaches.popitem(last=False)
+        return reach
 
 
 def _best(scores: np.ndarray, k: int) -> list[int]:

@@ -26,23 +26,62 @@ DOCUMENTS = st.lists(st.lists(TERMS, max_size=30), min_size=1, max_size=25)
 @settings(max_examples=300, deadline=None)
 @given(documents=DOCUMENTS, asked=st.lists(TERMS | st.just("unknown"), min_size=1, max_size=8),
        seed=st.integers(0, 2**32 - 1))
-def test_the_scores_are_those_bm25s_gives(documents, asked, seed):
-    mask = np.random.default_rng(seed).integers(0, 2, len(documents)).astype(np.float32)
-    ours = BM25([postings(document) for document in documents]).scores(asked, mask)
-    theirs = bm25s.BM25(k1=K1, b=B)
-    if any(documents):
-        theirs.index(documents, show_progress=False)
-        known = [term for term in asked if term in theirs.vocab_dict]
-        expected = theirs.get_scores(known, weight_mask=mask) if known else np.zeros(len(documents))
-    else:  # bm25s indexes no corpus without a term; every score is 0
-        expected = np.zeros(len(documents))
+def test_a_callers_scores_are_those_bm25s_gives_a_catalog_of_its_tools_only(documents, asked, seed):
+    """Whatever the documents, the request and the caller's reach: the tools outside it score nothing, and those
+    inside score exactly as if the catalog held them alone — so no score tells how common a word is elsewhere."""
+    rng = np.random.default_rng(seed)
+    mask = (rng.integers(0, 2, len(documents)) if rng.random() < 0.7 else np.ones(len(documents))).astype(np.float32)
+    index = BM25([postings(document) for document in documents])
+    ours = index.scores(asked, index.reach(mask))
     assert ours.dtype == np.float32 and ours.shape == (len(documents),)
-    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-6)
+    assert not ours[mask == 0].any()
+    kept = [document for document, keep in zip(documents, mask, strict=True) if keep]
+    expected = np.zeros(len(kept))
+    if any(kept):  # bm25s indexes no corpus without a term; every score is 0 then
+        theirs = bm25s.BM25(k1=K1, b=B)
+        theirs.index(kept, show_progress=False)
+        known = [term for term in asked if term in theirs.vocab_dict]
+        if known:
+            expected = theirs.get_scores(known)
+    np.testing.assert_allclose(ours[mask == 1], expected, rtol=1e-5, atol=1e-6)
 
 
-def test_no_document_and_no_term_score_nothing():
-    assert BM25([]).scores(["weather"], np.zeros(0, np.float32)).shape == (0,)
-    assert not BM25([postings([]), postings([])]).scores(["weather"], np.ones(2, np.float32)).any()
+def test_a_hidden_tools_words_change_no_visible_score():
+    """The reviewer's case: one visible tool says "payroll" and "weather"; hidden tools saying "payroll" again do
+    not move the visible tool's scores for either word."""
+    visible = postings(["payroll", "weather"])
+    alone = BM25([visible])
+    crowded = BM25([visible, *(postings(["payroll", "tax"]) for _ in range(3))])
+    reach = np.array([1, 0, 0, 0], np.float32)
+    for word in ("payroll", "weather"):
+        assert (crowded.scores([word], crowded.reach(reach))[0]
+                == pytest.approx(alone.scores([word], alone.reach(np.ones(1, np.float32)))[0]))
+
+
+def test_no_document_no_term_and_no_reach_score_nothing():
+    for documents, mask in (([], []), ([postings([]), postings([])], [1, 1]), ([postings(["weather"])], [0])):
+        index = BM25(documents)
+        scores = index.scores(["weather"], index.reach(np.array(mask, np.float32)))
+        assert scores.shape == (len(documents),) and not scores.any()
+
+
+def test_a_request_naming_a_large_part_of_the_catalog_is_read_in_bounded_chunks(monkeypatch):
+    """More columns than one chunk holds: the same scores as read at once, and no more postings held at a time
+    than a chunk and its last column."""
+    from gateway.search import bm25
+
+    documents = [postings([f"w{(n * 7 + j) % 300}" for j in range(20)]) for n in range(2_000)]
+    words = [f"w{n}" for n in range(300)]
+    index = BM25(documents)
+    everyone = index.reach(np.ones(2_000, np.float32))
+    whole = index.scores(words, everyone)
+    monkeypatch.setattr(bm25, "CHUNK", 500)
+    held: list[int] = []
+    concatenate = np.concatenate
+    monkeypatch.setattr(bm25.np, "concatenate", lambda parts, *a, **k: held.append(sum(map(len, parts)))
+                        or concatenate(parts, *a, **k))
+    np.testing.assert_allclose(index.scores(words, everyone), whole, rtol=1e-5)
+    assert len(held) > 2 and max(held) <= 500 + max(np.diff(index.starts))
 
 
 def _file(name: str, words: str) -> str:
@@ -85,9 +124,10 @@ def test_a_reload_reads_only_the_tools_that_changed_and_scores_as_a_fresh_index(
     fresh = ToolIndex(list(fresh_catalog.tools.values()))
     assert [tool.id for tool in fresh.tools] == [tool.id for tool in reloaded.tools]
     for query in ("weather of a city", "the tax owed", "rain", "extra extra city", "nothing known"):
-        mask = np.ones(len(fresh.tools), np.float32)
-        np.testing.assert_array_equal(reloaded._bm25.scores(search_index.query_terms(query), mask),
-                                      fresh._bm25.scores(search_index.query_terms(query), mask))
+        everyone = np.ones(len(fresh.tools), np.float32)
+        np.testing.assert_array_equal(
+            reloaded._bm25.scores(search_index.query_terms(query), reloaded._bm25.reach(everyone)),
+            fresh._bm25.scores(search_index.query_terms(query), fresh._bm25.reach(everyone)))
         assert ([(hit.tool.id, hit.score) for hit in reloaded.search(query, 10, "all", lambda tool: True)]
                 == [(hit.tool.id, hit.score) for hit in fresh.search(query, 10, "all", lambda tool: True)])
 
@@ -97,10 +137,10 @@ def test_a_word_asked_a_thousand_times_is_read_once():
     import tracemalloc
 
     index = BM25([postings(["get", "weather"] if n % 2 else ["get", "time"]) for n in range(20_000)])
-    mask = np.ones(20_000, np.float32)
-    once = index.scores(["get"], mask)
+    everyone = index.reach(np.ones(20_000, np.float32))
+    once = index.scores(["get"], everyone)
     tracemalloc.start()
-    often = index.scores(["get"] * 1_000, mask)
+    often = index.scores(["get"] * 1_000, everyone)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     np.testing.assert_allclose(often, once * 1_000, rtol=1e-5)
