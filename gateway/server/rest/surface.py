@@ -167,7 +167,8 @@ class RestApi:
         found = await self.gateway.searches.search(catalog, text, k, **scoped(caller, catalog, toolsets, tags))
         if fmt is None:
             return json_response({"tools": [hit.entry() for hit in found]})
-        rendered = render_tools((hit.tool for hit in found), fmt)  # each tool's rendering is memoised on the tool
+        # Memoised on each tool once made, but a first rendering of up to 50 strict schemas is not the loop's work.
+        rendered = await _off_loop(lambda: render_tools([hit.tool for hit in found], fmt))
         return json_response({"format": fmt, "tools": rendered.tools, "diagnostics": rendered.diagnostics})
 
     async def get_tool(self, request: Request) -> Response:
