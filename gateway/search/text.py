@@ -74,14 +74,15 @@ _NEXT_ASK = re.compile(r"\b(?:then|also|additionally|secondly|thirdly|lastly|fin
 
 
 def query_terms(text: str) -> list[str]:
-    """The terms of a request (its last ``MAX_QUERY_CHARS`` characters)."""
-    return terms(text[-MAX_QUERY_CHARS:])
+    """The terms of a request (its last ``MAX_QUERY_CHARS`` characters). Never from the memo of short texts, which
+    callers' endless requests would churn: it is the tools' (their ids, names and parameters)."""
+    return _terms(text[-MAX_QUERY_CHARS:])
 
 
 def query_parts(text: str) -> list[list[str]]:
     """The terms of each part of a request that asks for several things ("First, the factorial of 7. Then find
     me a flute"), its last ``MAX_PARTS`` parts of two terms or more; none for a request of one part."""
-    parts = [terms(part) for sentence in _SENTENCE_END.split(text[-MAX_QUERY_CHARS:])
+    parts = [_terms(part) for sentence in _SENTENCE_END.split(text[-MAX_QUERY_CHARS:])
              for part in _NEXT_ASK.split(sentence)]
     parts = [part for part in parts if len(part) >= 2]
     return parts[-MAX_PARTS:] if len(parts) >= 2 else []

@@ -350,3 +350,31 @@ def test_a_responses_api_client_searches_the_gateway_and_calls_what_it_found(def
     assert sent[0]["tools"][0]["execution"] == "client"
     assert function_call.name == "get_forecast" and result.status_code == 200
     assert result.json()["result"] == {"city": "Oslo"}
+
+
+def test_a_wrong_listing_is_a_400_whatever_etag_it_sends_and_its_error_is_short(definitions):
+    """A format or defer_loading that is wrong answers 400 even with the catalog's current ETag (a condition is not
+    evaluated for an answer that would not be a 2xx), and the error quotes a long wrong value cut short."""
+    auth = {"Authorization": "Bearer all-key"}
+    with running(definitions, api_keys=KEYS) as served:
+        etag = httpx.get(f"{served.url}/tools", headers=auth, timeout=20).headers["ETag"]
+        assert httpx.get(f"{served.url}/tools", headers=auth | {"If-None-Match": etag}, timeout=20).status_code == 304
+        for params in ({"format": "bogus"}, {"format": "anthropic", "defer_loading": "bogus"}):
+            wrong = httpx.get(f"{served.url}/tools", params=params, headers=auth | {"If-None-Match": etag},
+                              timeout=20)
+            assert wrong.status_code == 400, params
+        long = httpx.get(f"{served.url}/tools/search", params={"q": "weather", "format": "x" * 60_000},
+                         headers=auth, timeout=20)
+    assert long.status_code == 400 and len(long.content) < 500 and "openai-responses" in long.text
+
+
+def test_requests_do_not_churn_the_memo_of_tools_short_texts():
+    """Callers' requests, short or long, never enter the memo of short texts that tools' ids, names and
+    parameters share: endless requests cannot push the tools' out."""
+    from gateway.search import text
+
+    text._short_terms.cache_clear()
+    for n in range(100):
+        text.query_terms(f"weather in city {n}")
+        text.query_parts(f"weather in city {n}. Then the time in town {n}")
+    assert text._short_terms.cache_info().currsize == 0

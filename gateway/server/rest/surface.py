@@ -100,14 +100,8 @@ class RestApi:
         gzip-compressed for a client that accepts it (``compression``)."""
         caller = await self.caller(request)
         catalog = self.gateway.catalog
-        headers = _cache_headers(catalog, LISTING_VARY)
-        # The gzip body is another representation, so another strong ETag (RFC 9110 8.8.3); either one names this
-        # catalog's listing, so either answers 304, with the tag it matched (`*`: the one this client would get).
-        zipped = headers | GZIP | {"ETag": f'"{catalog.version}-gzip"'}
-        gzip = accepts_gzip(request.headers.get("accept-encoding"))
-        for matched in ((zipped, headers) if gzip else (headers, zipped)):
-            if not_modified(request, matched["ETag"]):
-                return Response(status_code=304, headers=headers | {"ETag": matched["ETag"]})
+        # A wrong request is a 400 whatever ETag it sends: a condition is not evaluated for an answer that would
+        # not be a 2xx (RFC 9110 13.2.1).
         query = request.query_params
         fmt = _format(query.get("format"))
         toolsets, tags = _listed(query.getlist("toolset")), _listed(query.getlist("tag"))
@@ -116,6 +110,14 @@ class RestApi:
             raise BadRequest("defer_loading is a provider's own tool search: give " + "; or ".join(
                 f"format={name} and defer_loading={' or '.join(variants)}" for name, variants in SEARCHES.items())
                 + ".")
+        headers = _cache_headers(catalog, LISTING_VARY)
+        # The gzip body is another representation, so another strong ETag (RFC 9110 8.8.3); either one names this
+        # catalog's listing, so either answers 304, with the tag it matched (`*`: the one this client would get).
+        zipped = headers | GZIP | {"ETag": f'"{catalog.version}-gzip"'}
+        gzip = accepts_gzip(request.headers.get("accept-encoding"))
+        for matched in ((zipped, headers) if gzip else (headers, zipped)):
+            if not_modified(request, matched["ETag"]):
+                return Response(status_code=304, headers=headers | {"ETag": matched["ETag"]})
 
         def listing() -> bytes:
             tools = [tool for tool in catalog.select(toolsets=toolsets, tags=tags) if caller.may_use(tool)]
@@ -189,7 +191,7 @@ class RestApi:
 
 def _format(fmt: str | None) -> str | None:
     if fmt is not None and fmt not in FORMATS:
-        raise BadRequest(f"Unknown format {fmt!r}; use one of: {', '.join(FORMATS)}.")
+        raise BadRequest(f"Unknown format {fmt[:40]!r}; use one of: {', '.join(FORMATS)}.")
     return fmt
 
 
