@@ -15,6 +15,7 @@ shared.
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -23,12 +24,11 @@ from typing import Any
 from ..catalog.snapshot import Catalog, Tool
 from ..errors import BadRequest
 from . import anthropic, gemini, mcp, openai
-from .adapt import deferred as _deferred
 from .errors import Unadaptable
 from .strict import restore_arguments
 
-__all__ = ["FORMATS", "SEARCHES", "Rendered", "Unadaptable", "deferred", "render", "render_tool", "render_tools",
-           "restore_arguments"]
+__all__ = ["FORMATS", "SEARCHES", "Rendered", "Unadaptable", "deferred", "known", "render", "render_tool",
+           "render_tools", "restore_arguments"]
 
 log = logging.getLogger("gateway.formats")
 
@@ -85,11 +85,18 @@ def render_tool(tool: Tool, fmt: str) -> Rendered:
         return Rendered([], [_diagnostic(tool, fmt, (), f"internal error: {type(exc).__name__}: {exc}")])
 
 
+def known(fmt: str | None) -> str | None:
+    """``fmt`` when it names a format (None stays None), else ``BadRequest`` saying which do."""
+    if fmt is not None:
+        _renderer(fmt)
+    return fmt
+
+
 def _renderer(fmt: str) -> Callable[[Tool], dict[str, Any]]:
     try:
         return FORMATS[fmt]
-    except KeyError:
-        raise BadRequest(f"unknown format {fmt!r}; use one of: {', '.join(FORMATS)}") from None
+    except KeyError:  # quoted cut short: a caller's value may be as long as its request
+        raise BadRequest(f"unknown format {fmt[:40]!r}; use one of: {', '.join(FORMATS)}") from None
 
 
 def _diagnostic(tool: Tool, fmt: str, path: tuple[str | int, ...], reason: str) -> str:
@@ -102,5 +109,8 @@ def _diagnostic(tool: Tool, fmt: str, path: tuple[str | int, ...], reason: str) 
 def deferred(fmt: str, variant: str, declarations: list[dict[str, Any]], pinned: frozenset[str]
              ) -> list[dict[str, Any]]:
     """``declarations`` (format ``fmt``) for that provider's tool search ``variant`` (one of ``SEARCHES[fmt]``):
-    its search tool first, each tool deferred but the ``pinned``."""
-    return _deferred(SEARCHES[fmt][variant], declarations, pinned)
+    its search tool first, then each tool marked ``defer_loading`` unless pinned (a provider refuses a request
+    whose every tool is deferred, so the search tool never is)."""
+    return [copy.deepcopy(dict(SEARCHES[fmt][variant])),
+            *(declaration if declaration["name"] in pinned else {**declaration, "defer_loading": True}
+              for declaration in declarations)]

@@ -11,7 +11,6 @@ Adapting may loosen a schema, never the gateway's checking: calls are always val
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -376,12 +375,3 @@ def value_types(values: Iterable[Any]) -> list[str]:
         found.remove("integer")
     return found
 
-
-def deferred(search: Mapping[str, Any], declarations: list[dict[str, Any]], pinned: frozenset[str]
-             ) -> list[dict[str, Any]]:
-    """``declarations`` for a provider's tool search: its ``search`` tool first, then each tool marked
-    ``defer_loading`` unless pinned (a provider refuses a request whose every tool is deferred, so the search tool
-    never is)."""
-    return [copy.deepcopy(dict(search)),
-            *(declaration if declaration["name"] in pinned else {**declaration, "defer_loading": True}
-              for declaration in declarations)]

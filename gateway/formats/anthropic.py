@@ -28,4 +28,3 @@ def render(tool: Tool) -> dict[str, Any]:
 # Anthropic's own tool-search tools, by the variant a caller asks for.
 SEARCH_TOOLS = {"bm25": {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"},
                 "regex": {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"}}
-

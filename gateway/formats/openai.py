@@ -31,16 +31,6 @@ def render_responses(tool: Tool) -> dict[str, Any]:
     return {**render(tool)["function"], "type": "function", "strict": False}
 
 
-# The Responses API's tool search, by who executes it. Executed by the caller, the model calls it with a query.
-SEARCH_TOOLS = {
-    "server": {"type": "tool_search"},
-    "client": {"type": "tool_search", "execution": "client",
-               "description": "Finds the tools that can do what is asked, among many: say what the tool must do.",
-               "parameters": {"type": "object", "properties": {"query": {
-                   "type": "string", "description": "What the tool sought must do, in a few words."}},
-                   "required": ["query"], "additionalProperties": False}},
-}
-
 def render_strict(tool: Tool) -> dict[str, Any]:
     """The tool as a ``ChatCompletionToolParam`` dict with ``strict: true``."""
     description, parameters = tool_description(tool, strict_schema(tool.input_schema))
@@ -52,3 +42,14 @@ def _function(tool: Tool, description: str, parameters: dict[str, Any], strict: 
     if strict:
         function["strict"] = True
     return {"type": "function", "function": function}
+
+
+# The Responses API's tool search, by who executes it. Executed by the caller, the model calls it with a query.
+SEARCH_TOOLS = {
+    "server": {"type": "tool_search"},
+    "client": {"type": "tool_search", "execution": "client",
+               "description": "Finds the tools that can do what is asked, among many: say what the tool must do.",
+               "parameters": {"type": "object", "properties": {"query": {
+                   "type": "string", "description": "What the tool sought must do, in a few words."}},
+                   "required": ["query"], "additionalProperties": False}},
+}

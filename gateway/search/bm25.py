@@ -66,9 +66,9 @@ class BM25:
         self.lengths = np.bincount(owner, weights=tf, minlength=self.size).astype(np.float32)
         order = np.argsort(keys)
         keys, self.tf, self.documents = keys[order], tf[order], owner[order]
-        starts = np.flatnonzero(np.diff(keys)) + 1
-        self.keys = keys[np.concatenate(([0], starts))] if len(keys) else keys
-        self.starts = np.concatenate(([0], starts, [len(keys)])).astype(np.int64) if len(keys) else np.zeros(1, np.int64)
+        first = np.flatnonzero(np.diff(keys)) + 1  # where each key's column begins, but the first
+        first = np.concatenate(([0], first)) if len(keys) else first
+        self.keys, self.starts = keys[first], np.append(first, len(keys)).astype(np.int64)
 
     def reach(self, mask: np.ndarray) -> Reach:
         """A caller's reach: the documents ``mask`` keeps (1; 0 scores nothing), made once per caller."""

@@ -21,7 +21,7 @@ from starlette.routing import Route
 
 from ...catalog.snapshot import Catalog
 from ...errors import BadRequest
-from ...formats import FORMATS, SEARCHES, deferred, render_tools
+from ...formats import SEARCHES, deferred, known, render_tools
 from ...runtime.cluster import public_view
 from ...runtime.gateway import Gateway
 from ...search import DEFAULT_K, MAX_K
@@ -103,7 +103,7 @@ class RestApi:
         # A wrong request is a 400 whatever ETag it sends: a condition is not evaluated for an answer that would
         # not be a 2xx (RFC 9110 13.2.1).
         query = request.query_params
-        fmt = _format(query.get("format"))
+        fmt = known(query.get("format"))
         toolsets, tags = _listed(query.getlist("toolset")), _listed(query.getlist("tag"))
         defer = query.get("defer_loading")
         if defer is not None and defer not in SEARCHES.get(fmt or "", ()):
@@ -165,7 +165,7 @@ class RestApi:
         k = _count(query.get("k"))
         toolsets, tags = _listed(query.getlist("toolset")), _listed(query.getlist("tag"))
         catalog = self.gateway.catalog
-        fmt = _format(query.get("format"))
+        fmt = known(query.get("format"))
         found = await self.gateway.searches.search(catalog, text, k, **scoped(caller, catalog, toolsets, tags))
         if fmt is None:
             return json_response({"tools": [hit.entry() for hit in found]})
@@ -187,12 +187,6 @@ class RestApi:
         """Run one call (``rest.fast.RestCalls.answer``, which the fast path below Starlette answers too)."""
         answer = await self.calls.answer(request.scope, request.receive, request.path_params["tool_id"])
         return Response(answer.body, answer.status, answer.headers, media_type="application/json")
-
-
-def _format(fmt: str | None) -> str | None:
-    if fmt is not None and fmt not in FORMATS:
-        raise BadRequest(f"Unknown format {fmt[:40]!r}; use one of: {', '.join(FORMATS)}.")
-    return fmt
 
 
 class Recent(OrderedDict):
