@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 MASKS_KEPT = 64  # caller reaches and filters whose masks a catalog keeps, most recently used first
 # Dense fusion, tuned on the tune split: each ranking's best FUSED enter, rank r of BM25 counts 1/(RRF_K + r), of
 # the dense model DENSE_WEIGHT/(RRF_K + r); a tool nearer than MIN_SIMILARITY to nothing in the query is no fit.
-FUSED, RRF_K, DENSE_WEIGHT, MIN_SIMILARITY = 50, 20, 0.5, 0.2
+FUSED, RRF_K, DENSE_WEIGHT, MIN_SIMILARITY = 50, 10, 0.75, 0.2
 # A request of several parts: its best-fitting part counts as much as the whole request.
 PART_WEIGHT = 1.0
 # Two tools of one name whose descriptions share this share of their terms (of those either has) are one tool

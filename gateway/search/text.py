@@ -4,7 +4,9 @@ Text is split where people and programs join words — case changes (``getWeathe
 hyphens — lowercased, common English words dropped, and each word reduced to its stem (Snowball, through
 PyStemmer), so "forecasts", "forecasting" and ``weather_forecast`` meet. A tool's fields weigh by repetition:
 what a tool takes (its parameters' names) counts most: the words of a request name the things it is about, and
-those are what a tool's parameters are named for.
+those are what a tool's parameters are named for. The values a parameter's schema names (``enum``, ``const``,
+``default``, ``examples``) are read too: "in Celsius", "an IMAX film", "a drama" are words of a request that only a
+tool's accepted values share.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import Stemmer
 # Field weights (how often a field's terms are repeated in the tool's document), tuned on the tune split of
 # bench/bench_tool_search.py (BFCL simple_python, multiple, live_simple) only.
 WEIGHTS = {"id": 1, "name": 1, "description": 1, "user_description": 1, "parameter": 3, "parameter_description": 1,
-           "label": 1}
+           "value": 1, "label": 1}
+VALUES = ("enum", "const", "default", "examples")  # where a parameter's schema names the values it takes
 MAX_QUERY_CHARS = 4_096  # a conversation is searched by its last words: what is asked now
 MAX_DEPTH = 4  # nested parameter objects read this deep: deeper names rarely say what a tool is for
 MAX_FIELD_CHARS = 8_192  # of one description: an essay pasted as a description is not read whole
@@ -99,11 +102,14 @@ def tool_terms(described: Mapping[str, Any]) -> tuple[list[str], list[str]]:
         "label": terms(" ".join(map(str, [*described.get("tags", ()), *described.get("toolsets", ())]))),
         "parameter": [],
         "parameter_description": [],
+        "value": [],
     }
     for name, schema in _parameters(described.get("input_schema"), 0):
         fields["parameter"] += terms(name)
         if isinstance(schema.get("description"), str):
             fields["parameter_description"] += terms(schema["description"])
+        if values := _values(schema):
+            fields["value"] += terms(values)
     document = [term for field, found in fields.items() for term in found * WEIGHTS[field]]
     return document, list(islice(dict.fromkeys(fields["description"]), ALIKE_TERMS))
 
@@ -120,6 +126,20 @@ def _parameters(schema: Any, depth: int) -> Iterator[tuple[str, Mapping[str, Any
     items = schema.get("items")
     if isinstance(items, Mapping):
         yield from _parameters(items, depth + 1)
+
+
+def _values(schema: Mapping[str, Any]) -> str:
+    """The string values a parameter's schema names, its array items' too, as one text (an enum of 100,000 values
+    is read as far as one field's ``MAX_FIELD_CHARS``: ``words`` cuts it)."""
+    found: list[str] = []
+    for node in (schema, schema.get("items")):
+        for key in VALUES if isinstance(node, dict) else ():  # a listing entry's schemas are JSON: dicts
+            value = node.get(key)
+            if isinstance(value, str):
+                found.append(value)
+            elif isinstance(value, list):
+                found += [item for item in value if isinstance(item, str)]
+    return " ".join(found)
 
 
 def tool_text(described: Mapping[str, Any]) -> str:

@@ -16,7 +16,7 @@ from gateway.catalog.build import build_catalog
 from gateway.definitions.load import load_definitions
 from gateway.search import index as search_index
 from gateway.search.index import ToolIndex
-from gateway.search.text import MAX_PARTS, query_parts
+from gateway.search.text import MAX_FIELD_CHARS, MAX_PARTS, query_parts
 from gateway.settings import Settings, _api_key, hash_key
 
 PARTS = """\
@@ -164,3 +164,51 @@ def test_a_catalog_of_one_tool_offered_many_times_is_searched_in_bounded_time(wr
     found = index.search("web pages about otters", 50, "all", lambda tool: True)
     assert len(found) == 1 and 50 <= len(found[0].alike) < 3_000
 
+
+
+VALUES = """\
+tools:
+  - id: find_movies
+    name: Find movies
+    user_description: Films showing.
+    ai_description: Finds the films showing at a theater.
+    binding: {python: "desk:echo"}
+    input_schema:
+      type: object
+      properties:
+        show_type: {type: string, enum: [regular, 3d, imax]}
+        genres: {type: array, items: {type: string, enum: [drama, comedy]}}
+  - id: list_movies
+    name: List movies
+    user_description: Films showing.
+    ai_description: Lists the films showing at a theater, with their times, their seats left and their prices.
+    binding: {python: "desk:echo"}
+    input_schema: {type: object, properties: {theater: {type: string, default: downtown}}}
+"""
+
+
+@pytest.mark.parametrize(("query", "first"), [
+    ("an imax film tonight", "find_movies"),  # an enum's value
+    ("a comedy film tonight", "find_movies"),  # the enum of an array's items
+    ("films showing downtown", "list_movies"),  # a default
+])
+def test_a_tool_is_found_by_the_values_its_parameters_take(write_definitions, query, first):
+    """Nothing but a parameter's accepted values names what the request asks for ("IMAX", "comedy")."""
+    assert _ids(_index(write_definitions, VALUES), query, 2)[0] == first
+
+
+def test_a_parameter_of_endless_values_is_read_as_far_as_one_field(write_definitions):
+    """An enum of 100,000 values costs the index one field's worth of terms (MAX_FIELD_CHARS of text), not all."""
+    values = ", ".join(f"value{n}" for n in range(100_000))
+    tools = VALUES + f"""\
+  - id: endless
+    name: Endless
+    user_description: Many values.
+    ai_description: Takes a value.
+    binding: {{python: "desk:echo"}}
+    input_schema: {{type: object, properties: {{choice: {{type: string, enum: [{values}]}}}}}}
+"""
+    index = _index(write_definitions, tools)
+    endless = next(tool for tool in index.tools if tool.id == "endless")
+    assert search_index._postings(endless).shape[1] < MAX_FIELD_CHARS // 4
+    assert _ids(index, "700", 1) == ["endless"] and _ids(index, "99999", 1) == []  # read, and not read
