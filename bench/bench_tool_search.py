@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gateway.catalog.build import build_catalog
 from gateway.definitions.load import load_definitions
-from gateway.search import dense
+from gateway.search import dense, text
 from gateway.search.index import ToolIndex, index_of
 from gateway.settings import Settings
 
@@ -44,6 +44,7 @@ CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "liv
               "live_parallel", "live_parallel_multiple")
 TUNE = ("simple_python", "multiple", "live_simple")
 KS = (1, 3, 5, 10)
+BUILDS = 3  # the BFCL catalog and its index are each timed as the best of this many builds
 TYPES = {"dict": "object", "float": "number", "tuple": "array", "list": "array", "int": "integer",
          "bool": "boolean", "str": "string", "any": None}
 
@@ -235,14 +236,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         ids = write_catalog(functions, root)
-        started = time.perf_counter()
-        catalog = _catalog(root)
-        catalog_s = time.perf_counter() - started
-        started = time.perf_counter()
-        index_of(catalog)
-        index_s = time.perf_counter() - started
+        builds = []
+        for _ in range(BUILDS):  # the best of a few: one build is a second or two, which a busy machine skews
+            text._short_terms.cache_clear()  # each index made as the first one is: nothing remembered
+            started = time.perf_counter()
+            catalog = _catalog(root)
+            built = time.perf_counter()
+            index_of(catalog)
+            builds.append((built - started, time.perf_counter() - built))
+        catalog_s, index_s = min(build[0] for build in builds), min(build[1] for build in builds)
         print(f"catalog of {len(catalog.tools):,} tools built in {catalog_s:.2f} s; its index in {index_s * 1000:.0f} ms "
-              f"({index_s / catalog_s:.1%} of the catalog's build)")
+              f"({index_s / catalog_s:.1%} of the catalog's build; the best of {BUILDS} builds each)")
         plain = recall(baseline(functions), questions)
         table("gateway search (BM25)", recall(gateway_rank(catalog, ids), questions), plain)
         if dense.available():
