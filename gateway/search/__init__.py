@@ -18,42 +18,43 @@ from .bounds import DEFAULT_K, INLINE_TOOLS, MAX_K
 
 if TYPE_CHECKING:
     from ..catalog.snapshot import Catalog, Tool
-    from .index import Found
+    from .index import Found, ToolIndex
 
-__all__ = ["DEFAULT_K", "MAX_K", "Searches", "search"]
+__all__ = ["DEFAULT_K", "MAX_K", "Searches"]
 
 
 class Searches:
     """A gateway's searches: ``search`` on its catalogs, and the next catalog's index made as soon as a reload
     swaps it in (``swapped``, a catalog listener) once anyone searched — in a worker thread, so the reload is not
-    slowed and the first search after it rarely waits for the index."""
+    slowed and the first search after it rarely waits for the index. Each index is made from the last one made
+    (``_last``): a reload's index reads and sorts only the tools that changed."""
 
     def __init__(self, dense: bool = False) -> None:
         self.dense = dense  # BM25 fused with the dense model (the tool_search.dense setting)
         self.used = False
         self._warming: set[Any] = set()  # the tasks making an index: kept until they end
+        self._last: ToolIndex | None = None  # the newest index made or searched
 
     async def search(self, catalog: Catalog, query: str, k: int, *, reach: Hashable,
                      allowed: Callable[[Tool], bool]) -> list[Found]:
+        """The ``k`` tools of ``catalog`` best matching ``query`` among those ``allowed`` (one caller's reach and
+        filter, named by ``reach``), best first. The index is made off the event loop the first time."""
+        from .index import index_of, made
+
         self.used = True
-        return await search(catalog, query, k, reach=reach, allowed=allowed, dense=self.dense)
+        index = made(catalog, self.dense) or await anyio.to_thread.run_sync(index_of, catalog, self.dense, self._last)
+        self._last = index
+        if len(index.tools) <= INLINE_TOOLS:
+            return index.search(query, k, reach, allowed)
+        return await anyio.to_thread.run_sync(index.search, query, k, reach, allowed)
 
     async def swapped(self, catalog: Catalog) -> None:
         if self.used:
-            from .index import index_of
-
-            task = asyncio.get_running_loop().create_task(anyio.to_thread.run_sync(index_of, catalog, self.dense))
+            task = asyncio.get_running_loop().create_task(anyio.to_thread.run_sync(self._index, catalog))
             self._warming.add(task)
             task.add_done_callback(self._warming.discard)
 
+    def _index(self, catalog: Catalog) -> None:
+        from .index import index_of
 
-async def search(catalog: Catalog, query: str, k: int, *, reach: Hashable,
-                 allowed: Callable[[Tool], bool], dense: bool = False) -> list[Found]:
-    """The ``k`` tools of ``catalog`` best matching ``query`` among those ``allowed`` (one caller's reach and
-    filter, named by ``reach``), best first. The index is made off the event loop the first time."""
-    from .index import index_of, made
-
-    index = made(catalog, dense) or await anyio.to_thread.run_sync(index_of, catalog, dense)
-    if len(index.tools) <= INLINE_TOOLS:
-        return index.search(query, k, reach, allowed)
-    return await anyio.to_thread.run_sync(index.search, query, k, reach, allowed)
+        self._last = index_of(catalog, self.dense, self._last)

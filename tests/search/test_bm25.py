@@ -95,15 +95,18 @@ def _file(name: str, words: str) -> str:
 """ for n in range(10))
 
 
+@pytest.mark.parametrize("merged", [False, True], ids=["joined", "merged"])
 @pytest.mark.parametrize("edit", ["changed", "added", "removed"])
 def test_a_reload_reads_only_the_tools_that_changed_and_scores_as_a_fresh_index(write_definitions, monkeypatch,
-                                                                                 edit):
+                                                                                 edit, merged):
+    """Joined (every tool's kept postings, sorted again) or merged into the last index (only the changed tools'
+    postings sorted, then merged with the last index's columns): the same index as one made from nothing."""
     files = {f"{name}.yaml": _file(name, f"Tells the {name} of a city") for name in ("weather", "time", "tax")}
     root = write_definitions(files)
     settings_ = Settings(definitions=root, reload=False)
     caches = (DefinitionsCache(), BuildCache())
     first = build_catalog(load_definitions(root, caches[0]), settings_, cache=caches[1])
-    ToolIndex(list(first.tools.values()))
+    last = ToolIndex(list(first.tools.values()))
     if edit == "changed":
         (root / "tax.yaml").write_text(_file("tax", "Tells the weather tax owed in a city"), encoding="utf-8")
     elif edit == "added":
@@ -111,14 +114,18 @@ def test_a_reload_reads_only_the_tools_that_changed_and_scores_as_a_fresh_index(
     else:
         (root / "tax.yaml").unlink()
     read: list[str] = []
-    tool_terms = search_index.tool_terms
+    tool_terms, postings_of = search_index.tool_terms, search_index._postings
     monkeypatch.setattr(search_index, "tool_terms", lambda described: read.append(described["id"])
                         or tool_terms(described))
     second = build_catalog(load_definitions(root, caches[0]), settings_, cache=caches[1])
-    reloaded = ToolIndex(list(second.tools.values()))
+    if merged:  # the reused tools' postings are not even asked for: they are the last index's columns
+        asked: list[str] = []
+        monkeypatch.setattr(search_index, "_postings", lambda tool: asked.append(tool.id) or postings_of(tool))
+    reloaded = ToolIndex(list(second.tools.values()), previous=last if merged else None)
     changed = {"changed": {f"tax_{n}" for n in range(10)}, "added": {f"rain_{n}" for n in range(10)},
                "removed": set()}[edit]
     assert set(read) == changed and len(read) == len(changed)
+    assert not merged or sorted(asked) == sorted(changed)
 
     fresh_catalog = build_catalog(load_definitions(root), settings_)
     fresh = ToolIndex(list(fresh_catalog.tools.values()))
@@ -145,3 +152,57 @@ def test_a_word_asked_a_thousand_times_is_read_once():
     tracemalloc.stop()
     np.testing.assert_allclose(often, once * 1_000, rtol=1e-5)
     assert peak < 2_000_000  # a copy of the column per asking: 20,000 × 1,000 × 8 bytes
+
+
+@settings(max_examples=200, deadline=None)
+@given(before=DOCUMENTS, after=st.lists(st.integers(-1, 40) | st.lists(TERMS, max_size=30), min_size=1, max_size=25),
+       asked=st.lists(TERMS, min_size=1, max_size=6), seed=st.integers(0, 2**32 - 1))
+def test_an_index_merged_from_the_last_one_scores_as_one_made_from_nothing(before, after, asked, seed):
+    """Any edit of a catalog — documents kept (an integer: the one of the last index at that place, in any new
+    order), dropped, added, or a kept one listed twice — merged into the last index gives the same columns and
+    lengths, and the same scores for any reach, as the new documents indexed from nothing."""
+    last_documents = [postings(document) for document in before]
+    last = BM25(last_documents)
+    documents, moved, added = [], np.full(len(before), -1, np.int32), []
+    for item in after:
+        if isinstance(item, int) and 0 <= item < len(before) and moved[item] < 0:
+            moved[item] = len(documents)
+            documents.append(last_documents[item])
+        else:
+            words = item if isinstance(item, list) else before[item % len(before)]  # a kept one again: read anew
+            added.append((len(documents), postings(words)))
+            documents.append(added[-1][1])
+    merged, fresh = BM25.merged(last, moved, added, len(documents)), BM25(documents)
+    np.testing.assert_array_equal(merged.keys, fresh.keys)
+    np.testing.assert_array_equal(merged.starts, fresh.starts)
+    np.testing.assert_array_equal(merged.lengths, fresh.lengths)
+    mask = np.random.default_rng(seed).integers(0, 2, len(documents)).astype(np.float32)
+    for reach in (np.ones(len(documents), np.float32), mask):
+        np.testing.assert_array_equal(merged.scores(asked, merged.reach(reach)), fresh.scores(asked, fresh.reach(reach)))
+
+
+async def test_a_gateways_next_index_is_merged_from_the_last_one(write_definitions, monkeypatch):
+    """A reload once anyone has searched: the next catalog's index is made at once, in a worker thread, from the last
+    index made — and finds what changed."""
+    from gateway.search import Searches, bm25
+    from gateway.search.index import made
+
+    root = write_definitions({f"{name}.yaml": _file(name, f"Tells the {name} of a city") for name in ("weather", "tax")})
+    settings_ = Settings(definitions=root, reload=False)
+    caches = (DefinitionsCache(), BuildCache())
+    first = build_catalog(load_definitions(root, caches[0]), settings_, cache=caches[1])
+    searches = Searches()
+    assert [hit.tool.id for hit in await searches.search(first, "rain", 3, reach="all", allowed=lambda tool: True)] == []
+    (root / "rain.yaml").write_text(_file("rain", "Tells the rain of a city"), encoding="utf-8")
+    second = build_catalog(load_definitions(root, caches[0]), settings_, cache=caches[1])
+    merges: list[int] = []
+    merged = bm25.BM25.merged.__func__
+    monkeypatch.setattr(bm25.BM25, "merged", classmethod(lambda cls, previous, moved, added, size:
+                                                         merges.append(len(added)) or merged(cls, previous, moved,
+                                                                                             added, size)))
+    await searches.swapped(second)
+    for task in list(searches._warming):
+        await task
+    assert merges == [10] and made(second) is not None  # the rain file's 10 tools read, the others merged
+    found = await searches.search(second, "rain", 3, reach="all", allowed=lambda tool: True)
+    assert len(found) == 3 and all(hit.tool.id.startswith("rain_") for hit in found)
