@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from .. import secrets
 from ..events import Activity, CallActivity, Observer
-from .logs import CallIds, JsonFormatter, TextFormatter
+from .logs import CallIds, JsonFormatter, TextFormatter, quiet_clients
 
 if TYPE_CHECKING:
     from ..runtime.gateway import Gateway
@@ -63,7 +63,8 @@ class CallLog(Observer):
 def _plain_handler() -> logging.StreamHandler | None:
     """The handler ``configure_logging`` installed when it alone writes this logger's lines, with nothing between
     (no other handler, filter or record factory that would see the record): then the call log writes the line that
-    handler would write, without making a record (~3x cheaper). Anything else gets a record, as logging makes it."""
+    handler would write, without making a record (~3x cheaper). Anything else gets a record, as logging makes it.
+    (``quiet_clients``, on that handler unless ``log_level`` is debug, lets every call-log line through.)"""
     factory = logging.getLogRecordFactory()  # logging's, or gateway.secrets' that redacts (done here instead)
     if log.filters or factory is not logging.LogRecord and getattr(factory, "__module__", None) != secrets.__name__:
         return None
@@ -76,7 +77,7 @@ def _plain_handler() -> logging.StreamHandler | None:
             found = handler
         logger = logger.parent if logger.propagate else None
     if (type(found) is not logging.StreamHandler or found.level > logging.INFO
-            or type(found.formatter) not in _FORMATTERS or any(type(f) is not CallIds for f in found.filters)):
+            or type(found.formatter) not in _FORMATTERS or any(type(f) is not CallIds and f is not quiet_clients for f in found.filters)):
         return None
     return found
 

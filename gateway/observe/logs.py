@@ -40,6 +40,8 @@ def configure_logging(settings: Settings) -> None:
     """Log lines of every logger to standard error at ``log_level``, in ``log_format``."""
     handler = logging.StreamHandler()
     handler.addFilter(CallIds())
+    if settings.log_level != "debug":
+        handler.addFilter(quiet_clients)
     handler.setFormatter(JsonFormatter() if settings.log_format == "json" else TextFormatter())
     logging.basicConfig(level=settings.log_level.upper(), handlers=[handler], force=True)
     # Neither format shows where a line was logged from, nor the thread or process: not gathered for each record
@@ -49,6 +51,13 @@ def configure_logging(settings: Settings) -> None:
     # The MCP SDK says "Terminating session" at INFO for every request a replica serves from a session record
     # (gateway.server.mcp.sessions): noise at that rate.
     logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
+
+
+def quiet_clients(record: logging.LogRecord) -> bool:
+    """Drops the INFO lines of httpx and of the MCP SDK's fork of it (``httpx2``): "HTTP Request: …" for every
+    request, that is each upstream session's ping every 10 s, each federated call, each OAuth exchange. The call
+    log has the calls; at ``log_level: debug`` the lines are kept, for whoever is tracing an upstream."""
+    return record.levelno > logging.INFO or record.name not in ("httpx", "httpx2")
 
 
 class CallIds(logging.Filter):

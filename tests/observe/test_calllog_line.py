@@ -13,7 +13,7 @@ import pytest
 
 from gateway import secrets
 from gateway.events import CallActivity
-from gateway.observe.calllog import MESSAGE, CallLog
+from gateway.observe.calllog import MESSAGE, CallLog, _plain_handler
 from gateway.observe.logs import configure_logging
 from gateway.settings import Settings
 
@@ -107,3 +107,17 @@ def test_another_handler_gets_the_record(logged, log_handler):
     record, = kept.records
     assert record.call_id == "0123456789abcdef" and record.fields["user"] == "ann"
     assert json.loads(stream.getvalue())["call_id"] == "0123456789abcdef"
+
+
+@pytest.mark.parametrize("level", ["info", "debug"])
+def test_http_clients_request_lines_are_debug_lines_and_the_call_log_stays_fast(logged, level):
+    """httpx's and the MCP SDK's httpx2's "HTTP Request" INFO lines (one per upstream ping, every 10 s a session)
+    are written only at log_level debug; their warnings always are; the call log still writes without a record."""
+    stream = logged("text", level)
+    for name in ("httpx", "httpx2"):
+        logging.getLogger(name).info("HTTP Request: POST http://127.0.0.1:1/mcp 200 OK")
+        logging.getLogger(name).warning("a warning of %s", name)
+    written = stream.getvalue()
+    assert ("HTTP Request" in written) is (level == "debug")
+    assert "httpx: a warning of httpx\n" in written and "httpx2: a warning of httpx2\n" in written
+    assert _plain_handler() is logging.getLogger().handlers[0]
