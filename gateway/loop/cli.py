@@ -25,7 +25,8 @@ def run_chat(settings: Settings, message: str, provider: str | None = None) -> i
     """Print the answer to ``message`` and the tools run for it; ``provider`` names one from the settings."""
     loop_config = load_loop_config(settings)
     gateway = Gateway(settings)
-    finished = asyncio.run(_converse(gateway, ChatLoop(loop_config, gateway.http_client), message, provider))
+    loop = ChatLoop(loop_config, gateway.http_client, searches=gateway.searches)
+    finished = asyncio.run(_converse(gateway, loop, message, provider))
     for execution in finished.trace:
         print(describe(execution), file=sys.stderr)
     print(finished.content)

@@ -35,6 +35,7 @@ from ..catalog.snapshot import Catalog
 from ..context import CallContext
 from ..errors import GatewayError
 from ..events import Activity, current_call
+from ..search import Searches
 from ..search.bounds import INLINE_TOOLS
 from .calls import Answer, HandBack, accept_results, approved, execute, plan, tool_message, unique_ids
 from .config import LoopConfig
@@ -89,8 +90,10 @@ class ChatLoop:
     """The configured providers and the loop that runs chat turns with them."""
 
     def __init__(self, config: LoopConfig, http_client: Callable[[], httpx.AsyncClient], *,
-                 sleep: Sleep = asyncio.sleep, handoffs: Handoffs | None = None):
+                 sleep: Sleep = asyncio.sleep, handoffs: Handoffs | None = None, searches: Searches | None = None):
         self.config = config
+        # The gateway's (so a reload's index is made from the last one, before the next turn asks), or its own.
+        self.searches = searches or Searches(config.chat.dense_search)
         self.providers: dict[str, HttpProvider] = {}
         if config.providers:
             # The clients are imported only where a provider is configured: a gateway without one serves no chat.
@@ -115,12 +118,8 @@ class ChatLoop:
         rules = sum(1 for tool in catalog.tools.values() if tool.definition.offer)
         selection = request.tool_selection if request.tool_selection is not None else self.config.chat.tool_selection
         searching = isinstance(selection, Selection)
-        if searching:  # the catalog's index, made in a worker thread the first time
-            from ..search.index import index_of, made
-
-            dense = self.config.chat.dense_search
-            if made(catalog, dense) is None:
-                await asyncio.to_thread(index_of, catalog, dense)
+        if searching:  # the catalog's index, made in a worker thread the first time (from the last catalog's)
+            await self.searches.index(catalog)
         if len(request.latest_user_text) * max(rules, 1) > INLINE_OFFER_CHARS or (
                 searching and len(catalog.tools) > INLINE_TOOLS):
             # Offer rules are matched in linear time, but a long message times many rules still adds up (RE2 at

@@ -24,10 +24,11 @@ __all__ = ["DEFAULT_K", "MAX_K", "Searches"]
 
 
 class Searches:
-    """A gateway's searches: ``search`` on its catalogs, and the next catalog's index made as soon as a reload
-    swaps it in (``swapped``, a catalog listener) once anyone searched — in a worker thread, so the reload is not
-    slowed and the first search after it rarely waits for the index. Each index is made from the last one made
-    (``_last``): a reload's index reads and sorts only the tools that changed."""
+    """A gateway's searches (REST's, MCP's and, through ``index``, its chat loop's): ``search`` on its catalogs,
+    and the next catalog's index made as soon as a reload swaps it in (``swapped``, a catalog listener) once anyone
+    searched — in a worker thread, so the reload is not slowed and the first search after it rarely waits for the
+    index. Each index is made from the last one made (``_last``): a reload's index reads and sorts only the tools
+    that changed."""
 
     def __init__(self, dense: bool = False) -> None:
         self.dense = dense  # BM25 fused with the dense model (the tool_search.dense setting)
@@ -39,14 +40,20 @@ class Searches:
                      allowed: Callable[[Tool], bool]) -> list[Found]:
         """The ``k`` tools of ``catalog`` best matching ``query`` among those ``allowed`` (one caller's reach and
         filter, named by ``reach``), best first. The index is made off the event loop the first time."""
+        index = await self.index(catalog)
+        if len(index.tools) <= INLINE_TOOLS:
+            return index.search(query, k, reach, allowed)
+        return await anyio.to_thread.run_sync(index.search, query, k, reach, allowed)
+
+    async def index(self, catalog: Catalog) -> ToolIndex:
+        """The catalog's index: made in a worker thread from the last one the first time it is asked for, and
+        from then on made for each catalog a reload swaps in (``swapped``)."""
         from .index import index_of, made
 
         self.used = True
         index = made(catalog, self.dense) or await anyio.to_thread.run_sync(index_of, catalog, self.dense, self._last)
         self._last = index
-        if len(index.tools) <= INLINE_TOOLS:
-            return index.search(query, k, reach, allowed)
-        return await anyio.to_thread.run_sync(index.search, query, k, reach, allowed)
+        return index
 
     async def swapped(self, catalog: Catalog) -> None:
         if self.used:

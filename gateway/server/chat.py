@@ -83,7 +83,8 @@ class ChatEndpoint:
         from ..loop.handoff import Handoffs
 
         # The hand-back history lives in the gateway's shared state, so a follow-up may reach any replica.
-        return chat_loop.ChatLoop(self.config, self.gateway.http_client, handoffs=Handoffs(self.gateway.state))
+        return chat_loop.ChatLoop(self.config, self.gateway.http_client, handoffs=Handoffs(self.gateway.state),
+                                  searches=self.gateway.searches)
 
     async def completions(self, request: Request) -> Response:
         try:

@@ -94,7 +94,7 @@ def _serve(servers: Servers, settings: Settings) -> Endpoint:
     async def sleep(seconds: float) -> None:
         sleeps.append(seconds)  # recorded, not waited: tests assert on what was asked, never on time
 
-    loop = ChatLoop(load_loop_config(settings), gateway.http_client, sleep=sleep)
+    loop = ChatLoop(load_loop_config(settings), gateway.http_client, sleep=sleep, searches=gateway.searches)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

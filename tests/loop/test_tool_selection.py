@@ -3,8 +3,16 @@ pinned ones and those whose offer rule matched), and the response says which wer
 
 from __future__ import annotations
 
-from fake_llm import Reply
+import uuid
+
+from fake_llm import Reply, openai_provider
 from test_chat import offered, sse, user
+
+from gateway.loop import ChatLoop, load_loop_config
+from gateway.loop.request import parse_chat_request
+from gateway.runtime.gateway import Gateway
+from gateway.search import bm25
+from gateway.settings import Settings
 
 
 def test_the_model_receives_only_the_selected_tools(endpoint, llm, defs):
@@ -49,3 +57,44 @@ def test_a_wrong_selection_is_refused_at_its_place(endpoint, llm, defs):
     error = answer.json()["error"]
     assert error["param"] == "gateway.tool_selection" and "from 1 to 50" in error["message"]
     assert llm.requests == []
+
+
+def _tools(name: str, words: str) -> str:
+    return "tools:\n" + "".join(f"""\
+  - id: {name}_{n}
+    name: {name.title()} {n}
+    user_description: A tool.
+    ai_description: {words}, way {n}.
+    binding: {{http: {{url: "https://tools.invalid/{name}"}}}}
+""" for n in range(5))
+
+
+async def test_after_a_reload_the_offer_comes_from_the_last_index_merged(write_definitions, llm, monkeypatch):
+    """The chat loop searches with the gateway's Searches: once a turn has searched, a reload's index is made at
+    once from the last one (only the changed file's tools read), and the next turn offers the new tools."""
+    monkeypatch.setenv("FAKE_LLM_KEY", "sk-test-" + uuid.uuid4().hex)
+    root = write_definitions({"weather.yaml": _tools("weather", "Tells the weather of a city"),
+                              "tax.yaml": _tools("tax", "Tells the tax owed in a city")})
+    settings = Settings(definitions=root, reload=False, providers={"default": openai_provider(llm)},
+                        chat={"tool_selection": {"search": {"k": 3}}})
+    gateway = Gateway(settings)
+    loop = ChatLoop(load_loop_config(settings), gateway.http_client, searches=gateway.searches)
+    request = parse_chat_request({"model": "default", "messages": [user("Will it rain in Oslo?")]})
+    try:
+        llm.answer(Reply(content="ok"), Reply(content="ok"))
+        await loop.complete(gateway.catalog, request)
+        assert not any(tool.startswith("rain_") for tool in offered(llm.requests[0]))
+        merges: list[int] = []
+        merged = bm25.BM25.merged.__func__
+        monkeypatch.setattr(bm25.BM25, "merged", classmethod(
+            lambda cls, previous, moved, added, size: merges.append(len(added)) or merged(cls, previous, moved,
+                                                                                           added, size)))
+        (root / "rain.yaml").write_text(_tools("rain", "Tells whether it will rain in a city"), encoding="utf-8")
+        assert (await gateway.reload()).changed
+        for task in list(gateway.searches._warming):
+            await task
+        assert merges == [5]  # made as the reload swapped the catalog in: the rain file's 5 tools read
+        await loop.complete(gateway.catalog, request)
+        assert merges == [5] and all(tool.startswith("rain_") for tool in offered(llm.requests[1]))
+    finally:
+        await gateway.aclose()
