@@ -294,15 +294,46 @@ def test_origins_other_than_the_allowed_ones_are_refused(start_server, examples_
 
 
 def test_filtered_listings_are_kept_a_bounded_number_at_a_time(server):
-    """A filtered listing asked again is the same bytes, made once; a caller asking for ever new filters keeps at
-    most FILTERED_KEPT of them per catalog, while the listings stay right."""
+    """A filtered listing asked again is the same bytes, made once; callers asking for ever new filters keep at
+    most FILTERED_KEPT of them per catalog, while the listings stay right. A label no tool carries selects nothing
+    and is no part of what is kept: made-up tags of 60 KB each leave one small entry, not 60 KB each."""
+    from itertools import combinations
+
     from gateway.server.rest.surface import FILTERED_KEPT
 
     with httpx.Client(base_url=server.url, timeout=30) as http:
         first = http.get("/tools?toolset=math").content
+        everything = http.get("/tools").json()["tools"]
+        tags = sorted({tag for tool in everything for tag in tool["tags"]})
+        toolsets = sorted({label for tool in everything for label in tool["toolsets"]})
+        asked = [(toolset, chosen) for toolset in toolsets for n in (1, 2) for chosen in combinations(tags, n)]
+        assert len(asked) > FILTERED_KEPT
+        for toolset, chosen in asked:
+            expected = {tool["id"] for tool in everything
+                        if toolset in tool["toolsets"] and set(chosen) & set(tool["tags"])}
+            listed = http.get("/tools", params={"toolset": toolset, "tag": ",".join(chosen)}).json()["tools"]
+            assert {tool["id"] for tool in listed} == expected
         for index in range(FILTERED_KEPT + 36):
-            assert http.get(f"/tools?tag=no-such-tag-{index}").json() == {"tools": []}
+            made_up = f"no-such-tag-{index}-" + "x" * 60_000
+            assert http.get("/tools", params={"tag": made_up}).json() == {"tools": []}
+            assert http.get("/tools", params={"tag": f"{made_up},langchain4j"}).json() == \
+                http.get("/tools?tag=langchain4j").json()
         assert http.get("/tools?toolset=math").content == first
         assert {t["id"] for t in json.loads(first)["tools"]} == {"sum", "square_root"}
     kept = server.gateway.catalog.memo("rest:filtered", dict)
     assert 0 < len(kept) <= FILTERED_KEPT
+    assert max(len(repr(key)) for key in kept) < 200
+
+
+def test_a_search_filter_keeps_only_the_labels_the_catalog_has(server):
+    """A search's made-up tags find nothing alone and change nothing beside a real one; the reach a search keeps for
+    its filter is keyed by the catalog's labels, not the request's 60 KB."""
+    made_up = "no-such-tag-" + "y" * 60_000
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        assert http.get("/tools/search", params={"q": "square root", "tag": made_up}).json() == {"tools": []}
+        found = http.get("/tools/search", params={"q": "square root", "tag": f"{made_up},langchain4j"}).json()
+        assert found == http.get("/tools/search", params={"q": "square root", "tag": "langchain4j"}).json()
+        assert found["tools"][0]["id"] == "square_root"
+    from gateway.search.index import made
+
+    assert max(len(repr(key)) for key in made(server.gateway.catalog)._reaches) < 200

@@ -29,7 +29,7 @@ from ..http.auth import Caller, authenticate
 from ..http.compression import MIN_BYTES, ONCE_LEVEL, accepts_gzip, gzipped
 from ..http.errors import dumps, json_response
 from ..http.etags import not_modified
-from ..http.search import scoped
+from ..http.search import narrowed, scoped
 
 if TYPE_CHECKING:
     from .fast import RestCalls
@@ -119,8 +119,11 @@ class RestApi:
             if not_modified(request, matched["ETag"]):
                 return Response(status_code=304, headers=headers | {"ETag": matched["ETag"]})
 
+        labels = narrowed(catalog, toolsets, tags) if toolsets or tags else ((), ())
+
         def listing() -> bytes:
-            tools = [tool for tool in catalog.select(toolsets=toolsets, tags=tags) if caller.may_use(tool)]
+            tools = [] if labels is None else [tool for tool in catalog.select(toolsets=labels[0], tags=labels[1])
+                                               if caller.may_use(tool)]
             if fmt is None:
                 return dumps({"tools": [tool.describe() for tool in tools]})
             rendered = render_tools(tools, fmt)  # each tool's rendering is memoised on the tool
@@ -130,7 +133,7 @@ class RestApi:
 
         if toolsets or tags:
             recent = catalog.memo("rest:filtered", Recent)
-            key = (fmt, defer, caller.reach, tuple(toolsets), tuple(tags), gzip)
+            key = (fmt, defer, caller.reach, labels, gzip)
             made = recent.get(key)
             if made is None:
                 def filtered() -> tuple[bytes, bool]:
