@@ -78,7 +78,7 @@ async def test_the_catalog_ranks_by_the_gateways_tool_search(console, page):
 
 async def test_a_tool_page_shows_its_descriptions_schemas_formats_and_declaration(console, page):
     """A tool's page shows both descriptions, its input schema as a readable list (nested properties, required
-    marks, enum values) with a raw JSON toggle, the four provider formats, and file:line, which opens the
+    marks, enum values) with a raw JSON toggle, the six provider formats, and file:line, which opens the
     editor at that line."""
     await sign_in(page, console.url)
     await page.get_by_role("link", name="place_order", exact=True).click()
@@ -91,7 +91,7 @@ async def test_a_tool_page_shows_its_descriptions_schemas_formats_and_declaratio
     await expect(address.locator(".req").first).to_have_text("required")
     await expect(address.locator("li.prop .name")).to_have_text(["city", "street", "floor"])
     await expect(page.locator("#input-schema")).to_contain_text('"olives"')
-    for title in ("MCP", "OpenAI", "Anthropic", "Gemini"):
+    for title in ("MCP", "OpenAI", "OpenAI strict", "OpenAI Responses", "Anthropic", "Gemini"):
         await expect(page.get_by_role("heading", name=title, exact=True)).to_be_visible()
     await check_page(page, "tool")
 

@@ -115,7 +115,8 @@ def test_a_tool_in_full(auth_server):
     with admin_client(auth_server.url) as client:
         tool = client.get("/admin/api/tools/search_stations").json()
         assert tool["binding"] == {"kind": "http", "summary": "GET {{ gateway.base_url }}/demo/stations"}
-        assert set(tool["formats"]) == {"mcp", "openai", "anthropic", "gemini"}
+        assert set(tool["formats"]) == {"mcp", "openai", "openai-strict", "openai-responses", "anthropic", "gemini"}
+        assert tool["formats"]["openai-responses"]["name"] == "search_stations"
         assert tool["formats"]["mcp"]["name"] == "search_stations"
         assert tool["formats"]["openai"]["function"]["name"] == "search_stations"
         assert tool["input_schema"]["properties"]["query"]["type"] == "string"

@@ -23,7 +23,7 @@ from ...errors import Problem
 from ...formats import render_tools
 from ...runtime.gateway import Gateway
 
-SHOWN_FORMATS = ("mcp", "openai", "anthropic", "gemini")
+SHOWN_FORMATS = ("mcp", "openai", "openai-strict", "openai-responses", "anthropic", "gemini")
 CONTEXT_LINES = 3  # lines shown before and after a problem's line
 MAX_LINE_CHARS = 1_000  # a line shown longer than this is cut (a minified file must not fill the page)
 _PARSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -7,7 +7,8 @@ import {chips} from "./catalog.js";
 import {where} from "./problems.js";
 import {describeSchema} from "./schema.js";
 
-const FORMATS = [["mcp", "MCP"], ["openai", "OpenAI"], ["anthropic", "Anthropic"], ["gemini", "Gemini"]];
+const FORMATS = [["mcp", "MCP"], ["openai", "OpenAI"], ["openai-strict", "OpenAI strict"],
+  ["openai-responses", "OpenAI Responses"], ["anthropic", "Anthropic"], ["gemini", "Gemini"]];
 
 export async function render(main, [id]) {
   const tool = await get(`/admin/api/tools/${pathParam(id)}`);
