@@ -4,9 +4,10 @@ Every distinct function (name and description) of the single-turn categories bec
 by the gateway from YAML; each question's user message is a query; a hit at k is every function its ground truth
 calls among the top k tools (by name). Searched through ``gateway.search.index_of(catalog).search`` — the code
 REST, MCP's ``search_tools`` and the chat loop use. The baseline, in the same run: a plain Okapi BM25 (bm25s,
-default parameters) over each function's name, description and parameters, words split on non-letters only.
+default parameters, English stop words and stemming) over each function's name, description and parameters.
 
-Tuning is allowed on ``simple_python``, ``multiple`` and ``live_simple`` only (the tune split, printed apart).
+Tuning is allowed on ``simple_python``, ``multiple`` and ``live_simple`` only (the tune split, printed apart; the
+other five categories, which nothing was tuned on, are printed together as "held out").
 
 Then speed and size at scale, on generated catalogs: search p50/p95 (over 500 queries) at 10,000 and 100,000
 tools, the index's build time beside the catalog's, and the index's memory per tool (tracemalloc).
@@ -31,7 +32,9 @@ from importlib import metadata
 from pathlib import Path
 
 import bm25s
+import Stemmer
 import yaml
+from bm25s.stopwords import STOPWORDS_EN
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -129,12 +132,13 @@ def _catalog(root: Path):
 
 
 def recall(rank, questions) -> dict[str, dict[int, float]]:
-    """Per category (and "tune", "all"): the share of questions whose every ground-truth name is in the top k."""
+    """Per category (and "tune", "held out" — the other categories, which nothing was tuned on — and "all"): the
+    share of questions whose every ground-truth name is in the top k."""
     hits: dict[str, dict[int, int]] = {}
     counts: dict[str, int] = {}
     for category, asked, truth in questions:
         top = rank(asked)
-        for group in (category, "all", *(("tune",) if category in TUNE else ())):
+        for group in (category, "all", "tune" if category in TUNE else "held out"):
             counts[group] = counts.get(group, 0) + 1
             for k in KS:
                 hits.setdefault(group, {}).setdefault(k, 0)
@@ -143,20 +147,30 @@ def recall(rank, questions) -> dict[str, dict[int, float]]:
 
 
 def baseline(functions: list[dict]):
+    """A plain Okapi BM25 (bm25s, default parameters) over each function's name, description and parameters (their
+    names and descriptions): words of two letters or digits or more, as bm25s's own pattern takes them, split at
+    underscores and dots too (a name's parts are words), bm25s's English stop words dropped, each word stemmed
+    (Snowball). On this data it gives what the issue measured for its baseline (recall@5 0.81 / @10 0.88 on the whole
+    pool, against 0.82 / 0.88); without the stop words and the stemmer, 0.79 / 0.86."""
+    stemmer = Stemmer.Stemmer("english")
+    stop = set(STOPWORDS_EN)
+
+    def words(text: str) -> list[str]:
+        return [stemmer.stemWord(word) for word in re.findall(r"[a-z0-9]{2,}", text.lower())
+                if word not in stop]
+
     def document(function: dict) -> list[str]:
         parameters = (function.get("parameters") or {}).get("properties") or {}
-        text = " ".join([function["name"], function.get("description", ""),
-                         *(f"{name} {spec.get('description', '') if isinstance(spec, dict) else ''}"
-                           for name, spec in parameters.items())])
-        return re.findall(r"[a-z0-9]+", text.lower())
+        return words(" ".join([function["name"], function.get("description", ""),
+                               *(f"{name} {spec.get('description', '') if isinstance(spec, dict) else ''}"
+                                 for name, spec in parameters.items())]))
 
     index = bm25s.BM25()
     index.index([document(function) for function in functions], show_progress=False)
     names = [function["name"] for function in functions]
 
     def rank(asked: str) -> list[str]:
-        found, _ = index.retrieve([re.findall(r"[a-z0-9]+", asked.lower()) or ["?"]], k=max(KS),
-                                  show_progress=False, n_threads=1)
+        found, _ = index.retrieve([words(asked) or ["?"]], k=max(KS), show_progress=False, n_threads=1)
         return [names[i] for i in found[0]]
 
     return rank
@@ -174,7 +188,7 @@ def gateway_rank(catalog, ids: dict[str, str], dense: bool = False):
 def table(name: str, figures: dict[str, dict[int, float]], against: dict[str, dict[int, float]]) -> None:
     print(f"\n{name}: recall@k (baseline in brackets)")
     print(f"{'category':<24}" + "".join(f"{'@' + str(k):>16}" for k in KS))
-    for group in (*CATEGORIES, "tune", "all"):
+    for group in (*CATEGORIES, "tune", "held out", "all"):
         row = "".join(f"{figures[group][k]:>8.3f} ({against[group][k]:.3f})" for k in KS)
         print(f"{group:<24}{row}")
 
