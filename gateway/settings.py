@@ -71,18 +71,21 @@ class ToolSearch:
     """The ``tool_search`` setting: when MCP clients get a search instead of the whole catalog.
 
     ``mcp``: a caller's ``tools/list`` is its pinned tools (``always``) and the meta-tools ``search_tools`` and
-    ``call_tool`` (an API key's own ``tool_search`` decides for it); a caller who may use ``min_tools`` tools or
-    fewer gets the whole list all the same; ``k``: what ``search_tools`` returns when its call does not say;
-    ``dense``: every search (REST, MCP, the chat loop, the CLI) fuses BM25 with a dense model."""
+    ``call_tool`` (an API key's own ``tool_search`` decides for it); ``toolsets``: short of that, the tools of these
+    toolsets are found by search rather than listed, the others listed beside the meta-tools (a large federated
+    source behind search, the few everyday tools at hand); a caller who may use ``min_tools`` tools or fewer gets
+    the whole list all the same; ``k``: what ``search_tools`` returns when its call does not say; ``dense``: every
+    search (REST, MCP, the chat loop, the CLI) fuses BM25 with a dense model."""
 
     mcp: bool = False
     always: tuple[str, ...] = ()
+    toolsets: tuple[str, ...] = ()
     min_tools: int = 0
     k: int = 8
     dense: bool = False  # BM25 fused with a dense model (the search-dense extra; gateway.search.dense)
 
 
-TOOL_SEARCH_KEYS = ("mcp", "always", "min_tools", "k", "dense")
+TOOL_SEARCH_KEYS = ("mcp", "always", "toolsets", "min_tools", "k", "dense")
 MAX_SEARCH_K = 50  # gateway.search.MAX_K
 
 
@@ -329,12 +332,14 @@ def _approvals(value: Any) -> ApprovalSettings:
 
 def _tool_search(value: Any) -> ToolSearch:
     value = _known_mapping(value, "tool_search", "{mcp: true, always: [tool_id], k: 8}", TOOL_SEARCH_KEYS)
-    mcp, always = value.get("mcp", False), value.get("always", [])
+    mcp, always, toolsets = value.get("mcp", False), value.get("always", []), value.get("toolsets", [])
     min_tools, k = value.get("min_tools", 0), value.get("k", ToolSearch.k)
     if not isinstance(mcp, bool):
         raise ValueError(f"setting 'tool_search.mcp': must be true or false, got {mcp!r}")  # noqa: TRY004
     if not isinstance(always, list) or not all(isinstance(item, str) for item in always):
         raise ValueError("setting 'tool_search.always': expected a list of tool ids")
+    if not isinstance(toolsets, list) or not all(isinstance(item, str) for item in toolsets):
+        raise ValueError("setting 'tool_search.toolsets': expected a list of toolset names")
     if isinstance(min_tools, bool) or not isinstance(min_tools, int) or min_tools < 0:
         raise ValueError(f"setting 'tool_search.min_tools': must be a whole number, 0 or more, got {min_tools!r}")
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_SEARCH_K:
@@ -345,7 +350,7 @@ def _tool_search(value: Any) -> ToolSearch:
     if dense and find_spec("wordllama") is None:  # found, not imported: the search imports it on first use
         raise ValueError("setting 'tool_search.dense': needs the search-dense extra "
                          "(pip install 'tool-gateway[search-dense]')")
-    return ToolSearch(mcp, tuple(always), min_tools, k, dense)
+    return ToolSearch(mcp, tuple(always), tuple(toolsets), min_tools, k, dense)
 
 
 CLUSTER_KEYS = {"redis_url": str, "prefix": str, "heartbeat_s": (int, float)}

@@ -150,6 +150,34 @@ async def test_mcp_lists_pinned_and_meta_tools_and_calls_through_them(definition
                 "get_forecast", "add_numbers", "employee_salary", "get_time"}
 
 
+async def test_a_toolset_left_to_search_is_found_not_listed(definitions):
+    """tool_search.toolsets: the tools of those toolsets (but the pinned ones) are left to search_tools, the
+    others listed beside the meta-tools; a key that may use none of them lists its tools whole, and a key whose
+    own tool_search is true leaves everything to search."""
+    settings = ToolSearch(toolsets=("hr",), always=("get_time",))
+    keys = (*KEYS, _api_key({"name": "searcher", "sha256": hash_key("searcher-key"), "tool_search": True}))
+    with running(definitions, api_keys=keys, tool_search=settings) as served:
+        http, transport = await _mcp(served.url, "all-key")
+        async with http, transport as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            assert [tool.name for tool in (await session.list_tools()).tools] == [
+                "get_forecast", "add_numbers", "get_time", "search_tools", "call_tool"]
+            found = await session.call_tool("search_tools", {"query": "the yearly salary of an employee"})
+            assert found.structured_content["tools"][0]["name"] == "employee_salary"
+            called = await session.call_tool("call_tool", {"name": "employee_salary",
+                                                           "arguments": {"employee": "Ada"}})
+            assert not called.is_error and called.structured_content == {"employee": "Ada"}
+        for key, names in (("weather-key", {"get_forecast", "get_time"}),
+                           ("lister-key", {"get_forecast", "add_numbers", "employee_salary", "get_time"}),
+                           ("searcher-key", {"get_time", "search_tools", "call_tool"})):
+            http, transport = await _mcp(served.url, key)
+            async with http, Client(transport) as client:
+                assert {tool.name for tool in (await client.list_tools()).tools} == names, key
+                if "search_tools" not in names:  # no meta-tools: the name is a tool it does not have
+                    with pytest.raises(MCPError, match="Unknown tool 'search_tools'"):
+                        await client.call_tool("search_tools", {"query": "salary"})
+
+
 async def test_few_tools_are_listed_whole(definitions):
     """min_tools: a key that may use no more tools than that lists them all, search or not."""
     settings = ToolSearch(mcp=True, min_tools=2)
@@ -183,6 +211,7 @@ def test_the_settings_bound_of_k_is_the_search_bound():
     ("on", "expected a mapping"),
     ({"mcp": "yes"}, "must be true or false"),
     ({"always": "get_time"}, "expected a list of tool ids"),
+    ({"toolsets": "hr"}, "expected a list of toolset names"),
     ({"k": 0}, "from 1 to 50"),
     ({"min_tools": -1}, "0 or more"),
     ({"search": True}, "unknown key(s) search"),

@@ -71,10 +71,10 @@ class ToolHandlers:
         pinned tools' and the meta-tools' (``searching``)."""
         def make() -> list[dict[str, Any]]:
             tools, entries = self.visible(catalog, key, caller), self.entries(catalog)
-            if not self._searching(key, tools):
+            if not self._searching(catalog, key, tools):
                 return [entries[tool.id] for tool in tools]
-            pinned = set(self.gateway.settings.tool_search.always) - set(searching.META_TOOLS)
-            return [entries[tool.id] for tool in tools if tool.id in pinned] + searching.meta_entries(len(tools))
+            return [entries[tool.id] for tool in tools if searching.listed_beside(tool, key[3], self._pinned())
+                    ] + searching.meta_entries(len(tools))
 
         return catalog.memo((*key, "listed"), make)
 
@@ -98,7 +98,7 @@ class ToolHandlers:
         if params.name in searching.META_TOOLS:
             key = self._key(caller, headers, params.meta)
             visible = self.visible(catalog, key, caller)
-            if self._searching(key, visible):
+            if self._searching(catalog, key, visible):
                 if params.name == searching.SEARCH_TOOLS:
                     return await searching.search_result(self.gateway.searches, catalog, visible, key,
                                                          self.entries(catalog), params.arguments,
@@ -150,11 +150,19 @@ class ToolHandlers:
 
     def _key(self, caller: Caller, headers: Mapping[str, str], meta: Any) -> tuple[Any, ...]:
         return _visible_key(caller, _session(headers, meta),
-                            searching.searches(self.gateway.settings.tool_search, caller))
+                            searching.searched(self.gateway.settings.tool_search, caller))
 
-    def _searching(self, key: tuple[Any, ...], visible: list[Tool]) -> bool:
-        """Whether the caller of ``key`` (who may use ``visible``) gets a search rather than the whole list."""
-        return key[3] and len(visible) > self.gateway.settings.tool_search.min_tools
+    def _searching(self, catalog: Catalog, key: tuple[Any, ...], visible: list[Tool]) -> bool:
+        """Whether the caller of ``key`` (who may use ``visible``) gets a search rather than the whole list: some of
+        its tools, not pinned, are left to search (``searching.searched``), and it may use more than ``min_tools``."""
+        searched = key[3]
+        if not searched or len(visible) <= self.gateway.settings.tool_search.min_tools:
+            return False
+        return searched is True or catalog.memo((*key, "searching"), lambda: any(
+            not searching.listed_beside(tool, searched, self._pinned()) for tool in visible))
+
+    def _pinned(self) -> frozenset[str]:
+        return frozenset(self.gateway.settings.tool_search.always) - set(searching.META_TOOLS)
 
     def call_result(self, tool: Tool, result: ToolResult) -> dict[str, Any]:
         body: dict[str, Any] = {"content": result.blocks(), "isError": result.is_error, "resultType": "complete"}
@@ -183,10 +191,10 @@ def _entries(catalog: Catalog) -> dict[str, dict[str, Any]]:
     return entries
 
 
-def _visible_key(caller: Caller, session: str | None, searches: bool = False) -> tuple[Any, ...]:
+def _visible_key(caller: Caller, session: str | None, searched: bool | tuple[str, ...] = False) -> tuple[Any, ...]:
     """What of a caller decides which tools it sees (what ``may_use`` reads, whether it names a session) and how
-    they are listed (whether it searches)."""
-    return "mcp:visible", caller.reach, bool(session), searches
+    they are listed (what of them it leaves to search: ``searching.searched``)."""
+    return "mcp:visible", caller.reach, bool(session), searched
 
 
 def _session(headers: Mapping[str, str], meta: Any) -> str | None:

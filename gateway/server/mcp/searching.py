@@ -8,6 +8,8 @@ search gets its pinned tools (``always``) and two meta-tools instead of every to
   checks (a tool the caller may not use is unknown to it, exactly as a direct call), validation, filters, limits
   and audit (``ToolHandlers.call_tool``).
 
+With ``tool_search.toolsets`` only the tools of those toolsets are left to search: the others are listed beside
+the meta-tools, and a caller who may use none of those toolsets' tools gets its whole list, without meta-tools.
 A catalog tool named like a meta-tool is shadowed in the list while search is on, and still called through
 ``call_tool``. Whether a caller searches is decided by its API key's ``tool_search``, else the setting, and never
 for a caller who may use ``min_tools`` tools or fewer (the whole list is small enough).
@@ -30,11 +32,20 @@ SEARCH_TOOLS, CALL_TOOL = "search_tools", "call_tool"
 META_TOOLS = (SEARCH_TOOLS, CALL_TOOL)
 
 
-def searches(settings: ToolSearch, caller: Caller) -> bool:
-    """Whether ``caller``'s listing is a search (before ``min_tools`` is weighed)."""
+def searched(settings: ToolSearch, caller: Caller) -> bool | tuple[str, ...]:
+    """What of ``caller``'s tools its listing leaves to search (before ``min_tools`` is weighed): all of them (True),
+    none (False), or those of these toolsets (``tool_search.toolsets``). Its API key's own ``tool_search`` decides
+    all or none for it."""
     key = caller.key
     chosen = key.tool_search if key is not None else None
-    return settings.mcp if chosen is None else chosen
+    if chosen is not None:
+        return chosen
+    return True if settings.mcp else settings.toolsets or False
+
+
+def listed_beside(tool: Tool, searched: bool | tuple[str, ...], pinned: frozenset[str]) -> bool:
+    """Whether ``tool`` is listed beside the meta-tools: pinned, or in none of the toolsets left to search."""
+    return tool.id in pinned or (searched is not True and not set(tool.definition.toolsets) & set(searched or ()))
 
 
 def meta_entries(tools: int) -> list[dict[str, Any]]:
