@@ -103,12 +103,15 @@ def choose_tools(catalog: Catalog, request: ChatRequest, chat: ChatConfig, tool_
 def _selected(catalog: Catalog, chosen: list[Tool], conversation: str, selection: Selection,
               dense: bool) -> tuple[list[Tool], dict[str, str]]:
     """Of ``chosen``, what ``selection`` offers, in catalog order, and why each: the ``always`` ones, those whose
-    own offer rule matched, and the best ``k`` of the rest for the conversation (``gateway.search``; its index
-    made by ``ChatLoop.turn`` before, off the event loop)."""
+    own offer rule matched, those of no toolset left to search (when ``selection.toolsets`` names some), and the
+    best ``k`` of the rest for the conversation (``gateway.search``; its index made by ``ChatLoop.turn`` before,
+    off the event loop)."""
     from ..search.index import index_of  # numpy: imported by the first search, not when the loop is
 
     why = {t.id: "always" for t in chosen if t.id in selection.always}
     why |= {t.id: "offer rule" for t in chosen if t.definition.offer and t.id not in why}
+    if searched := set(selection.toolsets):
+        why |= {t.id: "not searched" for t in chosen if t.id not in why and not searched & set(t.definition.toolsets)}
     rest = frozenset(t.id for t in chosen if t.id not in why)
     if rest:
         found = index_of(catalog, dense).search(conversation, selection.k, ("chat", rest),

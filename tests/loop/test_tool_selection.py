@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from fake_llm import Reply, openai_provider
 from test_chat import offered, sse, user
 
@@ -49,13 +50,31 @@ def test_streaming_says_what_was_offered(endpoint, llm, defs):
     assert said[0][0]["tool"] == "sum"
 
 
-def test_a_wrong_selection_is_refused_at_its_place(endpoint, llm, defs):
+def test_only_the_toolsets_left_to_search_are_searched(endpoint, llm, defs):
+    """search.toolsets: the weather toolset's tools are ranked (the best k offered), every other tool the request
+    would offer is offered whole, said so in tools_offered."""
+    ep = endpoint(defs, chat_settings={"toolsets": ["weather", "math"],
+                                       "tool_selection": {"search": {"k": 1, "toolsets": ["weather"]}}})
+    llm.answer(Reply(content="ok"))
+    response = ep.post({"model": "default", "messages": [user("Find the weather station in Oslo")]})
+    assert response.status_code == 200, response.text
+    reasons = {entry["tool"]: entry["why"] for entry in response.json()["tools_offered"]}
+    assert reasons.pop("search_stations").startswith("search ")
+    assert reasons and set(reasons.values()) == {"not searched"}
+    assert {"sum", "square_root"} <= set(reasons) and not {"get_station", "add_reading"} & set(reasons)
+    assert set(offered(llm.requests[0])) == {"search_stations", *reasons}
+
+
+@pytest.mark.parametrize(("selection", "words"), [
+    ({"search": {"k": 0}}, "from 1 to 50"),
+    ({"search": {"k": 3, "toolsets": "weather"}}, "search.toolsets: expected a list of toolset names"),
+])
+def test_a_wrong_selection_is_refused_at_its_place(endpoint, llm, defs, selection, words):
     ep = endpoint(defs)
-    answer = ep.post({"model": "default", "messages": [user("hi")],
-                      "gateway": {"tool_selection": {"search": {"k": 0}}}})
+    answer = ep.post({"model": "default", "messages": [user("hi")], "gateway": {"tool_selection": selection}})
     assert answer.status_code == 400
     error = answer.json()["error"]
-    assert error["param"] == "gateway.tool_selection" and "from 1 to 50" in error["message"]
+    assert error["param"] == "gateway.tool_selection" and words in error["message"]
     assert llm.requests == []
 
 
