@@ -84,6 +84,11 @@ class ToolSearch:
     k: int = 8
     dense: bool = False  # BM25 fused with a dense model (the search-dense extra; gateway.search.dense)
 
+    def leaves_to_search(self, toolsets: tuple[str, ...]) -> bool:
+        """Whether a tool of ``toolsets`` is left to search where search is on (every tool, unless ``toolsets`` names
+        the toolsets that are)."""
+        return not self.toolsets or bool(set(self.toolsets) & set(toolsets))
+
 
 TOOL_SEARCH_KEYS = ("mcp", "always", "toolsets", "min_tools", "k", "dense")
 MAX_SEARCH_K = 50  # gateway.search.MAX_K

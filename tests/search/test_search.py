@@ -258,6 +258,16 @@ def test_anthropic_tool_search_listing_defers_all_but_the_pinned(definitions):
     assert refused.status_code == 400 and "format=anthropic" in refused.text
 
 
+def test_a_deferred_listing_defers_only_the_toolsets_left_to_search(definitions):
+    """With ``tool_search.toolsets``, a provider's deferred listing defers only those toolsets' tools, as MCP
+    leaves only them to search_tools: the others are loaded up front."""
+    with running(definitions, api_keys=KEYS, tool_search=ToolSearch(toolsets=("hr",))) as served:
+        listed = httpx.get(f"{served.url}/tools", params={"format": "openai-responses", "defer_loading": "server"},
+                           headers={"Authorization": "Bearer all-key"}, timeout=20).json()["tools"]
+    deferred = {tool["name"]: tool.get("defer_loading", False) for tool in listed[1:]}
+    assert deferred == {"get_forecast": False, "add_numbers": False, "employee_salary": True, "get_time": True}
+
+
 def test_the_dense_model_finds_what_no_word_of_the_tool_says(definitions):
     """``tool_search: {dense: true}`` (the search-dense extra): "rain" finds the weather forecast, which BM25 alone
     cannot (no word of the question is in the tool), and MCP's search_tools ranks the same way."""

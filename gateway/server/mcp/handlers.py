@@ -30,6 +30,7 @@ from ...formats import render_tools
 from ...invoke import invoke
 from ...results import ToolResult
 from ...runtime.gateway import Gateway
+from ...settings import ToolSearch
 from ..http.auth import Caller, unknown_tool
 from . import searching
 from .messages import INVALID_PARAMS, URL_ELICITATION_REQUIRED, ProtocolError
@@ -191,7 +192,7 @@ def _entries(catalog: Catalog) -> dict[str, dict[str, Any]]:
     return entries
 
 
-def _visible_key(caller: Caller, session: str | None, searched: bool | tuple[str, ...] = False) -> tuple[Any, ...]:
+def _visible_key(caller: Caller, session: str | None, searched: bool | ToolSearch = False) -> tuple[Any, ...]:
     """What of a caller decides which tools it sees (what ``may_use`` reads, whether it names a session) and how
     they are listed (what of them it leaves to search: ``searching.searched``)."""
     return "mcp:visible", caller.reach, bool(session), searched

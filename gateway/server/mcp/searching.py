@@ -32,20 +32,20 @@ SEARCH_TOOLS, CALL_TOOL = "search_tools", "call_tool"
 META_TOOLS = (SEARCH_TOOLS, CALL_TOOL)
 
 
-def searched(settings: ToolSearch, caller: Caller) -> bool | tuple[str, ...]:
+def searched(settings: ToolSearch, caller: Caller) -> bool | ToolSearch:
     """What of ``caller``'s tools its listing leaves to search (before ``min_tools`` is weighed): all of them (True),
-    none (False), or those of these toolsets (``tool_search.toolsets``). Its API key's own ``tool_search`` decides
-    all or none for it."""
+    none (False), or those of the setting's toolsets (the setting: ``ToolSearch.leaves_to_search``). Its API key's
+    own ``tool_search`` decides all or none for it."""
     key = caller.key
     chosen = key.tool_search if key is not None else None
     if chosen is not None:
         return chosen
-    return True if settings.mcp else settings.toolsets or False
+    return True if settings.mcp else settings if settings.toolsets else False
 
 
-def listed_beside(tool: Tool, searched: bool | tuple[str, ...], pinned: frozenset[str]) -> bool:
+def listed_beside(tool: Tool, searched: bool | ToolSearch, pinned: frozenset[str]) -> bool:
     """Whether ``tool`` is listed beside the meta-tools: pinned, or in none of the toolsets left to search."""
-    return tool.id in pinned or (searched is not True and not set(tool.definition.toolsets) & set(searched or ()))
+    return tool.id in pinned or (searched is not True and not searched.leaves_to_search(tool.definition.toolsets))
 
 
 def meta_entries(tools: int) -> list[dict[str, Any]]:

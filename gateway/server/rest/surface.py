@@ -127,8 +127,9 @@ class RestApi:
             if fmt is None:
                 return dumps({"tools": [tool.describe() for tool in tools]})
             rendered = render_tools(tools, fmt)  # each tool's rendering is memoised on the tool
-            declarations = rendered.tools if defer is None else deferred(
-                fmt, defer, rendered.tools, frozenset(self.settings.tool_search.always))
+            search = self.settings.tool_search
+            declarations = rendered.tools if defer is None else deferred(fmt, defer, rendered.tools, frozenset(
+                search.always).union(tool.id for tool in tools if not search.leaves_to_search(tool.definition.toolsets)))
             return dumps({"format": fmt, "tools": declarations, "diagnostics": rendered.diagnostics})
 
         if toolsets or tags:
