@@ -345,6 +345,9 @@ def _tool_search(value: Any) -> ToolSearch:
         raise ValueError("setting 'tool_search.always': expected a list of tool ids")
     if not isinstance(toolsets, list) or not all(isinstance(item, str) for item in toolsets):
         raise ValueError("setting 'tool_search.toolsets': expected a list of toolset names")
+    if mcp and toolsets:
+        raise ValueError("setting 'tool_search': 'mcp: true' leaves every tool to search, 'toolsets' only those "
+                         "toolsets' tools: give one of them")
     if isinstance(min_tools, bool) or not isinstance(min_tools, int) or min_tools < 0:
         raise ValueError(f"setting 'tool_search.min_tools': must be a whole number, 0 or more, got {min_tools!r}")
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_SEARCH_K:

@@ -36,7 +36,7 @@ from ..context import CallContext
 from ..errors import GatewayError
 from ..events import Activity, current_call
 from ..search import Searches
-from ..search.bounds import INLINE_TOOLS
+from ..search.bounds import inline
 from .calls import Answer, HandBack, accept_results, approved, execute, plan, tool_message, unique_ids
 from .config import LoopConfig
 from .handoff import Handoffs, last_user_index
@@ -121,7 +121,7 @@ class ChatLoop:
         if searching:  # the catalog's index, made in a worker thread the first time (from the last catalog's)
             await self.searches.index(catalog)
         if len(request.latest_user_text) * max(rules, 1) > INLINE_OFFER_CHARS or (
-                searching and len(catalog.tools) > INLINE_TOOLS):
+                searching and not inline(len(catalog.tools), request.conversation_text)):
             # Offer rules are matched in linear time, but a long message times many rules still adds up (RE2 at
             # its slowest allowed pattern: ~100 ms per rule over 20,000 characters, ~7 ms over 2,000); RE2
             # releases the GIL, so a worker thread keeps the event loop free.

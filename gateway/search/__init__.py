@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
-from .bounds import DEFAULT_K, INLINE_TOOLS, MAX_K
+from .bounds import DEFAULT_K, MAX_K, inline
 
 if TYPE_CHECKING:
     from ..catalog.snapshot import Catalog, Tool
@@ -33,7 +33,7 @@ class Searches:
     def __init__(self, dense: bool = False) -> None:
         self.dense = dense  # BM25 fused with the dense model (the tool_search.dense setting)
         self.used = False
-        self._warming: set[Any] = set()  # the tasks making an index: kept until they end
+        self._making: dict[int, asyncio.Task[ToolIndex]] = {}  # by id(catalog): the task alive holds the catalog
         self._last: ToolIndex | None = None  # the newest index made or searched
 
     async def search(self, catalog: Catalog, query: str, k: int, *, reach: Hashable,
@@ -41,27 +41,38 @@ class Searches:
         """The ``k`` tools of ``catalog`` best matching ``query`` among those ``allowed`` (one caller's reach and
         filter, named by ``reach``), best first. The index is made off the event loop the first time."""
         index = await self.index(catalog)
-        if len(index.tools) <= INLINE_TOOLS:
+        if inline(len(index.tools), query):
             return index.search(query, k, reach, allowed)
         return await anyio.to_thread.run_sync(index.search, query, k, reach, allowed)
 
     async def index(self, catalog: Catalog) -> ToolIndex:
         """The catalog's index: made in a worker thread from the last one the first time it is asked for, and
-        from then on made for each catalog a reload swaps in (``swapped``)."""
-        from .index import index_of, made
+        from then on made for each catalog a reload swaps in (``swapped``). However many ask for it at once, one
+        worker thread makes it and the others wait on the event loop, not in threads of their own (100 first
+        searches at once held the worker threads every request shares)."""
+        from .index import made
 
         self.used = True
-        index = made(catalog, self.dense) or await anyio.to_thread.run_sync(index_of, catalog, self.dense, self._last)
+        index = made(catalog, self.dense) or await asyncio.shield(self._made(catalog))
         self._last = index
         return index
 
     async def swapped(self, catalog: Catalog) -> None:
         if self.used:
-            task = asyncio.get_running_loop().create_task(anyio.to_thread.run_sync(self._index, catalog))
-            self._warming.add(task)
-            task.add_done_callback(self._warming.discard)
+            self._made(catalog)
 
-    def _index(self, catalog: Catalog) -> None:
+    def _made(self, catalog: Catalog) -> asyncio.Task[ToolIndex]:
+        """The task making ``catalog``'s index, started if none is."""
+        task = self._making.get(id(catalog))
+        if task is None:
+            task = asyncio.get_running_loop().create_task(self._make(catalog))
+            self._making[id(catalog)] = task
+            task.add_done_callback(lambda _: self._making.pop(id(catalog), None))
+        return task
+
+    async def _make(self, catalog: Catalog) -> ToolIndex:
         from .index import index_of
 
-        self._last = index_of(catalog, self.dense, self._last)
+        index = await anyio.to_thread.run_sync(index_of, catalog, self.dense, self._last)
+        self._last = index
+        return index

@@ -23,7 +23,7 @@ import numpy as np
 
 from .bm25 import BM25, Reach, marked, postings
 from .bounds import MAX_K
-from .text import query_parts, query_terms, tool_terms, tool_text
+from .text import MAX_QUERY_CHARS, query_parts, query_terms, tool_terms, tool_text
 
 if TYPE_CHECKING:
     from ..catalog.snapshot import Catalog, Tool
@@ -35,8 +35,9 @@ FUSED, RRF_K, DENSE_WEIGHT, MIN_SIMILARITY = 50, 10, 0.75, 0.2
 # A request of several parts: its best-fitting part counts as much as the whole request.
 PART_WEIGHT = 1.0
 # Two tools of one name whose descriptions share this share of their terms (of those either has) are one tool
-# offered twice.
-ALIKE = 0.5
+# offered twice. A tool is compared with the first ALIKE_COMPARED kept tools of its name only: a catalog of thousands
+# of tools of one name (a hostile source) made each search compare every candidate with every kept one (~100 ms).
+ALIKE, ALIKE_COMPARED = 0.5, 4
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ class ToolIndex:
     def search(self, query: str, k: int, mask_key: Hashable, allowed: Callable[[Tool], bool]) -> list[Found]:
         """The ``k`` tools best matching ``query`` among those ``allowed`` (whose mask is kept under
         ``mask_key``), best first, tools offered twice folded into one; none for a query of no known term."""
+        query = query[-MAX_QUERY_CHARS:]  # what every ranking reads of it, the dense model's too
         terms = query_terms(query)
         if not self.tools or not terms:
             return []
@@ -112,22 +114,26 @@ class ToolIndex:
         sharing at least ``ALIKE`` of their terms (two sources of one tool, two versions of it): such a tool is
         folded into the better one's ``alike`` rather than taking one of the ``k`` places. Two tools that describe
         themselves in no word are not told alike: nothing says they do the same."""
-        kept: list[tuple[str, int, list[Tool]]] = []
+        kept: list[tuple[int, list[Tool]]] = []
+        named: dict[str, list[tuple[int, list[Tool]]]] = {}  # the first ALIKE_COMPARED kept of each name
         for i in ranked:
             tool = self.tools[i]
             name, words = tool.definition.name.casefold(), None
-            for other, j, alike in kept:
-                if other == name:
-                    words = _words(tool) if words is None else words
-                    its = _words(self.tools[j])
-                    if (words or its) and len(words & its) >= ALIKE * len(words | its):
-                        alike.append(tool)
-                        break
+            for j, alike in named.get(name, ()):
+                words = _words(tool) if words is None else words
+                its = _words(self.tools[j])
+                shared = len(words & its)
+                if (words or its) and shared >= ALIKE * (len(words) + len(its) - shared):
+                    alike.append(tool)
+                    break
             else:  # folded into none kept: a place of its own
                 if len(kept) == k:
                     break
-                kept.append((name, i, []))
-        return [Found(self.tools[i], round(score(i), 6), tuple(alike)) for _, i, alike in kept]
+                kept.append((i, []))
+                same = named.setdefault(name, [])
+                if len(same) < ALIKE_COMPARED:
+                    same.append(kept[-1])
+        return [Found(self.tools[i], round(score(i), 6), tuple(alike)) for i, alike in kept]
 
     def _reach(self, key: Hashable, allowed: Callable[[Tool], bool]) -> Reach:
         with self._lock:

@@ -110,7 +110,7 @@ async def test_after_a_reload_the_offer_comes_from_the_last_index_merged(write_d
                                                                                            added, size)))
         (root / "rain.yaml").write_text(_tools("rain", "Tells whether it will rain in a city"), encoding="utf-8")
         assert (await gateway.reload()).changed
-        for task in list(gateway.searches._warming):
+        for task in list(gateway.searches._making.values()):
             await task
         assert merges == [5]  # made as the reload swapped the catalog in: the rain file's 5 tools read
         await loop.complete(gateway.catalog, request)

@@ -201,7 +201,7 @@ async def test_a_gateways_next_index_is_merged_from_the_last_one(write_definitio
                                                          merges.append(len(added)) or merged(cls, previous, moved,
                                                                                              added, size)))
     await searches.swapped(second)
-    for task in list(searches._warming):
+    for task in list(searches._making.values()):
         await task
     assert merges == [10] and made(second) is not None  # the rain file's 10 tools read, the others merged
     found = await searches.search(second, "rain", 3, reach="all", allowed=lambda tool: True)

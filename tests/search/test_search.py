@@ -51,6 +51,16 @@ tools:
     toolsets: [weather, math, hr]
 """
 CODE = "def echo(**arguments) -> dict:\n    return arguments\n"
+SHADOWED = """\
+tools:
+  - id: search_tools
+    name: Search tools
+    user_description: A catalog tool named like the meta-tool.
+    ai_description: Searches the tool shed.
+    binding: {python: "desk:echo"}
+    input_schema: {type: object, properties: {query: {type: string}}}
+    toolsets: [math]
+"""
 KEYS = (_api_key({"name": "all", "sha256": hash_key("all-key")}),
         _api_key({"name": "weather", "sha256": hash_key("weather-key"), "toolsets": ["weather"]}),
         _api_key({"name": "lister", "sha256": hash_key("lister-key"), "tool_search": False}))
@@ -138,6 +148,10 @@ async def test_mcp_lists_pinned_and_meta_tools_and_calls_through_them(definition
             assert not called.is_error and called.structured_content == {"city": "Oslo"}
             invalid = await session.call_tool("call_tool", {"name": "get_forecast", "arguments": {"town": "Oslo"}})
             assert invalid.is_error and "city" in invalid.content[0].text
+            for arguments in (None, {}):  # none given, or null: a direct call's very result
+                through = await session.call_tool("call_tool", {"name": "get_forecast", "arguments": arguments})
+                direct = await session.call_tool("get_forecast", arguments)
+                assert through.is_error and (through.content, through.is_error) == (direct.content, direct.is_error)
             with pytest.raises(MCPError) as through_meta:
                 await session.call_tool("call_tool", {"name": "employee_salary", "arguments": {}})
             with pytest.raises(MCPError) as direct:
@@ -156,26 +170,37 @@ async def test_a_toolset_left_to_search_is_found_not_listed(definitions):
     own tool_search is true leaves everything to search."""
     settings = ToolSearch(toolsets=("hr",), always=("get_time",))
     keys = (*KEYS, _api_key({"name": "searcher", "sha256": hash_key("searcher-key"), "tool_search": True}))
+    (definitions / "shadowed.yaml").write_text(SHADOWED, encoding="utf-8")
     with running(definitions, api_keys=keys, tool_search=settings) as served:
         http, transport = await _mcp(served.url, "all-key")
         async with http, transport as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             assert [tool.name for tool in (await session.list_tools()).tools] == [
-                "get_forecast", "add_numbers", "get_time", "search_tools", "call_tool"]
+                "get_forecast", "add_numbers", "get_time", "search_tools", "call_tool"]  # the catalog's shadowed
             found = await session.call_tool("search_tools", {"query": "the yearly salary of an employee"})
             assert found.structured_content["tools"][0]["name"] == "employee_salary"
+            listed = await session.call_tool("search_tools", {"query": "the weather forecast for a city"})
+            assert "get_forecast" not in {tool["name"] for tool in listed.structured_content["tools"]}
             called = await session.call_tool("call_tool", {"name": "employee_salary",
                                                            "arguments": {"employee": "Ada"}})
             assert not called.is_error and called.structured_content == {"employee": "Ada"}
+            shadowed = await session.call_tool("call_tool", {"name": "search_tools", "arguments": {}})
+            assert not shadowed.is_error and shadowed.structured_content == {}
         for key, names in (("weather-key", {"get_forecast", "get_time"}),
-                           ("lister-key", {"get_forecast", "add_numbers", "employee_salary", "get_time"}),
+                           ("lister-key", {"get_forecast", "add_numbers", "employee_salary", "get_time",
+                                           "search_tools"}),  # the catalog's own, listed: it searches nothing
                            ("searcher-key", {"get_time", "search_tools", "call_tool"})):
             http, transport = await _mcp(served.url, key)
             async with http, Client(transport) as client:
                 assert {tool.name for tool in (await client.list_tools()).tools} == names, key
-                if "search_tools" not in names:  # no meta-tools: the name is a tool it does not have
-                    with pytest.raises(MCPError, match="Unknown tool 'search_tools'"):
-                        await client.call_tool("search_tools", {"query": "salary"})
+        http, transport = await _mcp(served.url, "lister-key")
+        async with http, Client(transport) as client:
+            own = await client.call_tool("search_tools", {"query": "salary"})
+            assert own.structured_content == {"query": "salary"}, own  # no meta-tools: the catalog's tool
+        http, transport = await _mcp(served.url, "weather-key")
+        async with http, Client(transport) as client:
+            with pytest.raises(MCPError, match="Unknown tool 'search_tools'"):  # neither: not one of its tools
+                await client.call_tool("search_tools", {"query": "salary"})
 
 
 async def test_few_tools_are_listed_whole(definitions):
@@ -212,6 +237,7 @@ def test_the_settings_bound_of_k_is_the_search_bound():
     ({"mcp": "yes"}, "must be true or false"),
     ({"always": "get_time"}, "expected a list of tool ids"),
     ({"toolsets": "hr"}, "expected a list of toolset names"),
+    ({"mcp": True, "toolsets": ["hr"]}, "give one of them"),
     ({"k": 0}, "from 1 to 50"),
     ({"min_tools": -1}, "0 or more"),
     ({"search": True}, "unknown key(s) search"),

@@ -30,9 +30,14 @@ def scoped(caller: Caller, catalog: Catalog, toolsets: Sequence[str] = (), tags:
     labels = narrowed(catalog, toolsets, tags)
     if labels is None:
         return {"reach": "nothing", "allowed": lambda tool: False}
-    selected = {tool.id for tool in catalog.select(toolsets=labels[0], tags=labels[1])}
+    selected: set[str] | None = None
 
     def allowed(tool: Tool) -> bool:
+        # Selected when first asked: only when the reach's mask is made (the index keeps it), off the event loop
+        # for a large catalog — not on every request (10 ms a search at 20,000 tools).
+        nonlocal selected
+        if selected is None:
+            selected = {tool.id for tool in catalog.select(toolsets=labels[0], tags=labels[1])}
         return tool.id in selected and caller.may_use(tool)
 
     return {"reach": (caller.reach, *labels), "allowed": allowed}

@@ -75,7 +75,7 @@ class ToolHandlers:
             if not self._searching(catalog, key, tools):
                 return [entries[tool.id] for tool in tools]
             return [entries[tool.id] for tool in tools if searching.listed_beside(tool, key[3], self._pinned())
-                    ] + searching.meta_entries(len(tools))
+                    ] + searching.meta_entries(len(self._searched(catalog, key, tools)))
 
         return catalog.memo((*key, "listed"), make)
 
@@ -101,7 +101,8 @@ class ToolHandlers:
             visible = self.visible(catalog, key, caller)
             if self._searching(catalog, key, visible):
                 if params.name == searching.SEARCH_TOOLS:
-                    return await searching.search_result(self.gateway.searches, catalog, visible, key,
+                    return await searching.search_result(self.gateway.searches, catalog,
+                                                         self._searched(catalog, key, visible), key,
                                                          self.entries(catalog), params.arguments,
                                                          self.gateway.settings.tool_search.k)
                 name, arguments = searching.called(params.arguments)  # then called as a direct call is
@@ -159,8 +160,12 @@ class ToolHandlers:
         searched = key[3]
         if not searched or len(visible) <= self.gateway.settings.tool_search.min_tools:
             return False
-        return searched is True or catalog.memo((*key, "searching"), lambda: any(
-            not searching.listed_beside(tool, searched, self._pinned()) for tool in visible))
+        return bool(self._searched(catalog, key, visible))
+
+    def _searched(self, catalog: Catalog, key: tuple[Any, ...], visible: list[Tool]) -> list[Tool]:
+        """The tools of ``visible`` the caller of ``key`` finds by search: those its list leaves out."""
+        return catalog.memo((*key, "searched"), lambda: [
+            tool for tool in visible if not searching.listed_beside(tool, key[3], self._pinned())])
 
     def _pinned(self) -> frozenset[str]:
         return frozenset(self.gateway.settings.tool_search.always) - set(searching.META_TOOLS)

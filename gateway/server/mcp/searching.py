@@ -10,6 +10,7 @@ search gets its pinned tools (``always``) and two meta-tools instead of every to
 
 With ``tool_search.toolsets`` only the tools of those toolsets are left to search: the others are listed beside
 the meta-tools, and a caller who may use none of those toolsets' tools gets its whole list, without meta-tools.
+``search_tools`` ranks only the tools left to search (those listed are at hand already); ``call_tool`` calls any.
 A catalog tool named like a meta-tool is shadowed in the list while search is on, and still called through
 ``call_tool``. Whether a caller searches is decided by its API key's ``tool_search``, else the setting, and never
 for a caller who may use ``min_tools`` tools or fewer (the whole list is small enough).
@@ -44,12 +45,15 @@ def searched(settings: ToolSearch, caller: Caller) -> bool | ToolSearch:
 
 
 def listed_beside(tool: Tool, searched: bool | ToolSearch, pinned: frozenset[str]) -> bool:
-    """Whether ``tool`` is listed beside the meta-tools: pinned, or in none of the toolsets left to search."""
+    """Whether ``tool`` is listed beside the meta-tools: pinned, or in none of the toolsets left to search — and not
+    named like a meta-tool (shadowed by it, called through ``call_tool``)."""
+    if tool.id in META_TOOLS:
+        return False
     return tool.id in pinned or (searched is not True and not searched.leaves_to_search(tool.definition.toolsets))
 
 
 def meta_entries(tools: int) -> list[dict[str, Any]]:
-    """The two meta-tools' ``tools/list`` entries; ``tools``: how many the caller may use."""
+    """The two meta-tools' ``tools/list`` entries; ``tools``: how many are left to search."""
     return [
         {"name": SEARCH_TOOLS, "title": "Search tools",
          "description": f"Finds the tools for a task among the {tools:,} this gateway offers you, best first, each with "
@@ -67,16 +71,17 @@ def meta_entries(tools: int) -> list[dict[str, Any]]:
     ]
 
 
-async def search_result(searches: Searches, catalog: Catalog, visible: list[Tool], key: Any,
+async def search_result(searches: Searches, catalog: Catalog, searched: list[Tool], key: Any,
                         entries: dict[str, dict[str, Any]], arguments: Any, default_k: int) -> dict[str, Any]:
-    """``search_tools``' result: the found tools' entries, as text (what a model reads) and structured."""
+    """``search_tools``' result: the best of ``searched`` (the caller's tools its list leaves out) for the query,
+    their entries as text (what a model reads) and structured."""
     arguments = arguments or {}
     query, k = arguments.get("query"), arguments.get("k", default_k)
     if not isinstance(query, str) or not query.strip():
         return _error("search_tools: 'query' must be the task, in words.")
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         return _error(f"search_tools: 'k' must be a whole number from 1 to {MAX_K}.")
-    ids = catalog.memo((*key, "ids"), lambda: frozenset(tool.id for tool in visible))
+    ids = catalog.memo((*key, "ids"), lambda: frozenset(tool.id for tool in searched))
     found = await searches.search(catalog, query, k, reach=key, allowed=lambda tool: tool.id in ids)
     tools = [entries[hit.tool.id] for hit in found]
     text = json.dumps(tools, ensure_ascii=False) if tools else "No tool fits; say the task in other words."
@@ -84,13 +89,14 @@ async def search_result(searches: Searches, catalog: Catalog, visible: list[Tool
             "resultType": "complete"}
 
 
-def called(arguments: Any) -> tuple[str, dict[str, Any]]:
-    """The tool ``call_tool`` names and its arguments; ``ProtocolError`` for a call that names none."""
+def called(arguments: Any) -> tuple[str, dict[str, Any] | None]:
+    """The tool ``call_tool`` names and its arguments (None when it gives none or null, as a direct call's are);
+    ``ProtocolError`` for a call that names none."""
     arguments = arguments or {}
-    name, inner = arguments.get("name"), arguments.get("arguments", {})
+    name, inner = arguments.get("name"), arguments.get("arguments")
     if not isinstance(name, str) or not name:
         raise ProtocolError(INVALID_PARAMS, "call_tool: 'name' must name a tool search_tools found.")
-    if not isinstance(inner, dict):
+    if inner is not None and not isinstance(inner, dict):
         raise ProtocolError(INVALID_PARAMS, "call_tool: 'arguments' must be an object.")
     return name, inner
 
