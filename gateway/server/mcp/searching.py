@@ -49,7 +49,8 @@ def listed_beside(tool: Tool, searched: bool | ToolSearch, pinned: frozenset[str
     named like a meta-tool (shadowed by it, called through ``call_tool``)."""
     if tool.id in META_TOOLS:
         return False
-    return tool.id in pinned or (searched is not True and not searched.leaves_to_search(tool.definition.toolsets))
+    left = searched is True or (searched is not False and searched.leaves_to_search(tool.definition.toolsets))
+    return tool.id in pinned or not left
 
 
 def meta_entries(tools: int) -> list[dict[str, Any]]:
