@@ -110,7 +110,10 @@ def deferred(fmt: str, variant: str, declarations: list[dict[str, Any]], pinned:
              ) -> list[dict[str, Any]]:
     """``declarations`` (format ``fmt``) for that provider's tool search ``variant`` (one of ``SEARCHES[fmt]``):
     its search tool first, then each tool marked ``defer_loading`` unless pinned (a provider refuses a request
-    whose every tool is deferred, so the search tool never is)."""
+    whose every tool is deferred, so the search tool never is); when every one is pinned, the declarations alone:
+    a search tool with nothing to find would only cost the model a turn."""
+    if all(declaration["name"] in pinned for declaration in declarations):
+        return declarations
     return [copy.deepcopy(dict(SEARCHES[fmt][variant])),
             *(declaration if declaration["name"] in pinned else {**declaration, "defer_loading": True}
               for declaration in declarations)]

@@ -62,12 +62,14 @@ class Searches:
             self._made(catalog)
 
     def _made(self, catalog: Catalog) -> asyncio.Task[ToolIndex]:
-        """The task making ``catalog``'s index, started if none is."""
-        task = self._making.get(id(catalog))
-        if task is None:
-            task = asyncio.get_running_loop().create_task(self._make(catalog))
-            self._making[id(catalog)] = task
-            task.add_done_callback(lambda _: self._making.pop(id(catalog), None))
+        """The task making ``catalog``'s index, started if none is (on this event loop: a reload run on another
+        loop, as a test's ``asyncio.run`` does, shares its task with no one)."""
+        loop, key = asyncio.get_running_loop(), id(catalog)
+        task = self._making.get(key)
+        if task is None or task.get_loop() is not loop:
+            task = loop.create_task(self._make(catalog))
+            self._making[key] = task
+            task.add_done_callback(lambda done: self._making.pop(key) if self._making.get(key) is done else None)
         return task
 
     async def _make(self, catalog: Catalog) -> ToolIndex:

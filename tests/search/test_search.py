@@ -169,7 +169,8 @@ async def test_a_toolset_left_to_search_is_found_not_listed(definitions):
     others listed beside the meta-tools; a key that may use none of them lists its tools whole, and a key whose
     own tool_search is true leaves everything to search."""
     settings = ToolSearch(toolsets=("hr",), always=("get_time",))
-    keys = (*KEYS, _api_key({"name": "searcher", "sha256": hash_key("searcher-key"), "tool_search": True}))
+    keys = (*KEYS, _api_key({"name": "searcher", "sha256": hash_key("searcher-key"), "tool_search": True}),
+            _api_key({"name": "maths", "sha256": hash_key("maths-key"), "toolsets": ["weather", "math"]}))
     (definitions / "shadowed.yaml").write_text(SHADOWED, encoding="utf-8")
     with running(definitions, api_keys=keys, tool_search=settings) as served:
         http, transport = await _mcp(served.url, "all-key")
@@ -189,14 +190,17 @@ async def test_a_toolset_left_to_search_is_found_not_listed(definitions):
         for key, names in (("weather-key", {"get_forecast", "get_time"}),
                            ("lister-key", {"get_forecast", "add_numbers", "employee_salary", "get_time",
                                            "search_tools"}),  # the catalog's own, listed: it searches nothing
-                           ("searcher-key", {"get_time", "search_tools", "call_tool"})):
+                           ("searcher-key", {"get_time", "search_tools", "call_tool"}),
+                           # none of hr's tools but the pinned time: the catalog's search_tools listed as itself
+                           ("maths-key", {"get_forecast", "add_numbers", "get_time", "search_tools"})):
             http, transport = await _mcp(served.url, key)
             async with http, Client(transport) as client:
                 assert {tool.name for tool in (await client.list_tools()).tools} == names, key
-        http, transport = await _mcp(served.url, "lister-key")
-        async with http, Client(transport) as client:
-            own = await client.call_tool("search_tools", {"query": "salary"})
-            assert own.structured_content == {"query": "salary"}, own  # no meta-tools: the catalog's tool
+        for key in ("lister-key", "maths-key"):
+            http, transport = await _mcp(served.url, key)
+            async with http, Client(transport) as client:
+                own = await client.call_tool("search_tools", {"query": "salary"})
+                assert own.structured_content == {"query": "salary"}, key  # no meta-tools: the catalog's tool
         http, transport = await _mcp(served.url, "weather-key")
         async with http, Client(transport) as client:
             with pytest.raises(MCPError, match="Unknown tool 'search_tools'"):  # neither: not one of its tools
@@ -292,6 +296,13 @@ def test_a_deferred_listing_defers_only_the_toolsets_left_to_search(definitions)
                            headers={"Authorization": "Bearer all-key"}, timeout=20).json()["tools"]
     deferred = {tool["name"]: tool.get("defer_loading", False) for tool in listed[1:]}
     assert deferred == {"get_forecast": False, "add_numbers": False, "employee_salary": True, "get_time": True}
+    with running(definitions, api_keys=KEYS, tool_search=ToolSearch(toolsets=("hr",), always=("get_time",))) as served:
+        theirs = httpx.get(f"{served.url}/tools", params={"format": "anthropic", "defer_loading": "bm25"},
+                           headers={"Authorization": "Bearer weather-key"}, timeout=20).json()["tools"]
+    # The weather key's tools: its forecast (no toolset left to search) and the pinned time: nothing to find, so
+    # no search tool either.
+    assert [(tool["name"], "defer_loading" in tool) for tool in theirs] == [("get_forecast", False),
+                                                                             ("get_time", False)]
 
 
 def test_the_dense_model_finds_what_no_word_of_the_tool_says(definitions):

@@ -160,7 +160,8 @@ class ToolHandlers:
         searched = key[3]
         if not searched or len(visible) <= self.gateway.settings.tool_search.min_tools:
             return False
-        return bool(self._searched(catalog, key, visible))
+        # A catalog tool named like a meta-tool is searched only beside others: alone, it is listed as itself.
+        return any(tool.id not in searching.META_TOOLS for tool in self._searched(catalog, key, visible))
 
     def _searched(self, catalog: Catalog, key: tuple[Any, ...], visible: list[Tool]) -> list[Tool]:
         """The tools of ``visible`` the caller of ``key`` finds by search: those its list leaves out."""

@@ -45,8 +45,8 @@ def searched(settings: ToolSearch, caller: Caller) -> bool | ToolSearch:
 
 
 def listed_beside(tool: Tool, searched: bool | ToolSearch, pinned: frozenset[str]) -> bool:
-    """Whether ``tool`` is listed beside the meta-tools: pinned, or in none of the toolsets left to search — and not
-    named like a meta-tool (shadowed by it, called through ``call_tool``)."""
+    """Whether ``tool`` is listed beside the meta-tools (when other tools are left to search): pinned, or in none of
+    the toolsets left to search — and not named like a meta-tool (shadowed by it, called through ``call_tool``)."""
     if tool.id in META_TOOLS:
         return False
     left = searched is True or (searched is not False and searched.leaves_to_search(tool.definition.toolsets))

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ...catalog.snapshot import Catalog
+from ...catalog.snapshot import Catalog, Tool
 from ...errors import BadRequest
 from ...formats import SEARCHES, deferred, known, render_tools
 from ...runtime.cluster import public_view
@@ -127,9 +127,7 @@ class RestApi:
             if fmt is None:
                 return dumps({"tools": [tool.describe() for tool in tools]})
             rendered = render_tools(tools, fmt)  # each tool's rendering is memoised on the tool
-            search = self.settings.tool_search
-            declarations = rendered.tools if defer is None else deferred(fmt, defer, rendered.tools, frozenset(
-                search.always).union(tool.id for tool in tools if not search.leaves_to_search(tool.definition.toolsets)))
+            declarations = rendered.tools if defer is None else deferred(fmt, defer, rendered.tools, self._loaded(tools))
             return dumps({"format": fmt, "tools": declarations, "diagnostics": rendered.diagnostics})
 
         if toolsets or tags:
@@ -154,6 +152,14 @@ class RestApi:
                     lambda: catalog.memo((*key, "gzip"), lambda: gzipped(plain, ONCE_LEVEL)))
                 headers = zipped
         return Response(body, headers=headers, media_type="application/json")
+
+    def _loaded(self, tools: list[Tool]) -> frozenset[str]:
+        """Of ``tools``, the ids a deferred listing loads up front: the pinned ones, and with ``tool_search.toolsets``
+        those of no toolset it names (an API key's own ``tool_search`` is its MCP list's: a deferred listing is what
+        the request asked for)."""
+        search = self.settings.tool_search
+        return frozenset(search.always).union(
+            tool.id for tool in tools if not search.leaves_to_search(tool.definition.toolsets))
 
     async def search_tools(self, request: Request) -> Response:
         """``?q=TEXT&k=N`` (and ``toolset``/``tag`` filters): ``{"tools": [...]}``, the best ``k`` of the tools this
