@@ -83,6 +83,10 @@ def test_missing_directory_is_a_problem_not_a_crash(tmp_path):
     """A definitions directory that does not exist is reported as a problem."""
     definitions = load_definitions(tmp_path / "nope")
     assert [p.message for p in definitions.problems] == ["definitions directory does not exist"]
+    (tmp_path / "tools.yaml").write_text("tools: []\n", encoding="utf-8")
+    one_file = load_definitions(tmp_path / "tools.yaml")
+    assert [p.message for p in one_file.problems] == [
+        "not a directory: give the directory of definitions files, not one of them"]
 
 
 def test_seed_scope_spellings_are_accepted(write_definitions):

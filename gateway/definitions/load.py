@@ -214,7 +214,8 @@ def load_definitions(root: str | os.PathLike[str], cache: DefinitionsCache | Non
     """
     root = Path(root)
     if not root.is_dir():
-        problem = Problem(label or str(root), 1, 1, "definitions directory does not exist")
+        problem = Problem(label or str(root), 1, 1, "definitions directory does not exist" if not root.exists() else
+                          "not a directory: give the directory of definitions files, not one of them")
         return Definitions(root, (), (problem,))
     cache = cache if cache is not None else DefinitionsCache()
     files: list[FileDefinitions] = []
