@@ -187,7 +187,10 @@ class Running:
                 until(lambda: connection.state == "up" and connection.connected_at != connected_at,
                       f"the gateway to spawn {self.peer.key} again", timeout=START_S)
                 quiet = True
-            answer = http.post(f"/tools/{self.peer.key}_{tool}/call", json=arguments)
+            # On a connection of its own: the first call's, idle through the restart, may be closed by the gateway's
+            # keep-alive timeout as this call is sent on it ("Server disconnected without sending a response").
+            with httpx.Client(base_url=served.url, timeout=60) as fresh:
+                answer = fresh.post(f"/tools/{self.peer.key}_{tool}/call", json=arguments)
             return answer.json(), quiet
 
     def source(self, log: Path | None = None, proxy: CountingProxy | None = None) -> str:
