@@ -74,7 +74,8 @@ class ToolHandlers:
             tools, entries = self.visible(catalog, key, caller), self.entries(catalog)
             if not self._searching(catalog, key, tools):
                 return [entries[tool.id] for tool in tools]
-            return [entries[tool.id] for tool in tools if searching.listed_beside(tool, key[3], self._pinned())
+            pinned = self._pinned()
+            return [entries[tool.id] for tool in tools if searching.listed_beside(tool, key[3], pinned)
                     ] + searching.meta_entries(len(self._searched(catalog, key, tools)))
 
         return catalog.memo((*key, "listed"), make)
@@ -165,8 +166,9 @@ class ToolHandlers:
 
     def _searched(self, catalog: Catalog, key: tuple[Any, ...], visible: list[Tool]) -> list[Tool]:
         """The tools of ``visible`` the caller of ``key`` finds by search: those its list leaves out."""
+        pinned = self._pinned()
         return catalog.memo((*key, "searched"), lambda: [
-            tool for tool in visible if not searching.listed_beside(tool, key[3], self._pinned())])
+            tool for tool in visible if not searching.listed_beside(tool, key[3], pinned)])
 
     def _pinned(self) -> frozenset[str]:
         return frozenset(self.gateway.settings.tool_search.always) - set(searching.META_TOOLS)
